@@ -1,0 +1,103 @@
+//! Errors about input: files, JSON, fields. Every message names the field it is about.
+
+use serde::de::DeserializeOwned;
+
+/// A problem with an input file or value. Displayed as one line: `file: field: what is wrong`.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum InputError {
+    /// The file could not be read.
+    #[error("{path}: {message}")]
+    Io {
+        /// File path.
+        path: String,
+        /// OS message.
+        message: String,
+    },
+    /// The text is not JSON of the expected shape.
+    #[error("{}{message} (line {line}, column {column})", field_prefix(field))]
+    Json {
+        /// Path of the field, e.g. `model.layers[3].forward` (empty for the top level).
+        field: String,
+        /// What is wrong.
+        message: String,
+        /// 1-based line.
+        line: usize,
+        /// 1-based column.
+        column: usize,
+    },
+    /// A field has a value that breaks a rule of the format.
+    #[error("{field}: {message}")]
+    Field {
+        /// Path of the field.
+        field: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// An error inside a named file.
+    #[error("{file}: {inner}")]
+    InFile {
+        /// File path.
+        file: String,
+        /// The error.
+        inner: Box<InputError>,
+    },
+}
+
+fn field_prefix(field: &str) -> String {
+    if field.is_empty() || field == "." {
+        String::new()
+    } else {
+        format!("{field}: ")
+    }
+}
+
+impl InputError {
+    /// A field error.
+    pub fn field(field: impl Into<String>, message: impl Into<String>) -> Self {
+        InputError::Field {
+            field: field.into(),
+            message: message.into(),
+        }
+    }
+
+    /// Attaches the file name.
+    pub fn in_file(self, path: &std::path::Path) -> Self {
+        match self {
+            e @ (InputError::Io { .. } | InputError::InFile { .. }) => e,
+            e => InputError::InFile {
+                file: path.display().to_string(),
+                inner: Box::new(e),
+            },
+        }
+    }
+}
+
+/// Parses JSON into `T`, reporting the path of the field that failed (`model.layers[3].forward`).
+/// `what` names the document for messages about empty or truncated input.
+pub fn parse_json<T: DeserializeOwned>(text: &str, what: &str) -> Result<T, InputError> {
+    if text.trim().is_empty() {
+        return Err(InputError::field(
+            "",
+            format!("empty file: expected a JSON {what}"),
+        ));
+    }
+    let de = &mut serde_json::Deserializer::from_str(text);
+    serde_path_to_error::deserialize(de).map_err(|e| {
+        let field = e.path().to_string();
+        let inner = e.into_inner();
+        let mut message = inner.to_string();
+        // serde_json appends " at line X column Y"; we report them separately.
+        if let Some(i) = message.rfind(" at line ") {
+            message.truncate(i);
+        }
+        if inner.is_eof() {
+            message = format!("truncated JSON: {message}");
+        }
+        InputError::Json {
+            field: if field == "." { String::new() } else { field },
+            message,
+            line: inner.line(),
+            column: inner.column(),
+        }
+    })
+}

@@ -1,0 +1,1 @@
+//! Generators: analytic layer chains of well-known networks, from FLOPs and shapes.

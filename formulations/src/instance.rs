@@ -1,0 +1,418 @@
+//! Instance format v1: a model (a chain of profiled layers), a cluster and training settings.
+//!
+//! The on-disk form is JSON (see `docs/instance-format.md` and `docs/instance.schema.json`).
+//! Quantities are stored in canonical units (ms, bytes, bytes/s) and may be written with units
+//! (see [`crate::units`]). [`Instance::from_json`] parses *and* validates; an instance that exists
+//! as a value is meant to be valid (constructors in importers and generators call
+//! [`Instance::validate`] too).
+
+use crate::error::InputError;
+use crate::units;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// The version tag every instance file carries.
+pub const FORMAT: &str = "pipeplan/instance@1";
+
+/// Schema stand-in for quantities: a number in the canonical unit, or a string with a unit.
+#[derive(JsonSchema)]
+#[serde(untagged)]
+#[allow(dead_code)]
+enum Quantity {
+    /// In the canonical unit (ms, bytes or bytes/s depending on the field).
+    Number(f64),
+    /// With a unit, e.g. "16 GiB", "12 GB/s", "3.5 ms".
+    Text(String),
+}
+
+/// A whole problem instance.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Instance {
+    /// Must be `"pipeplan/instance@1"`.
+    pub format: String,
+    /// Short identifier, used in tables.
+    #[serde(default)]
+    pub name: String,
+    /// Where the numbers come from and every assumption made (device rate, precision...).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub source: String,
+    /// The network, as a chain of layers.
+    pub model: Model,
+    /// The machines.
+    pub cluster: Cluster,
+    /// How training runs.
+    #[serde(default)]
+    pub training: Training,
+    /// Optional data some families need (`memory_profile`, `layer_types`, `graph`). When absent,
+    /// the family derives it from the chain by a documented rule and says so in its solution.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub extensions: BTreeMap<String, serde_json::Value>,
+}
+
+/// The network as a chain of layers; times are per micro-batch of `batch` samples.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Model {
+    /// Model name.
+    #[serde(default)]
+    pub name: String,
+    /// Micro-batch size (samples) at which layer times and activation sizes were profiled.
+    pub batch: u32,
+    /// Bytes of the model input for one micro-batch (a_0).
+    #[serde(with = "units::size")]
+    #[schemars(with = "Quantity")]
+    pub input: f64,
+    /// The layers, in execution order.
+    pub layers: Vec<Layer>,
+}
+
+/// One profiled layer of the chain.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Layer {
+    /// Layer name.
+    pub name: String,
+    /// Free-form kind ("conv", "attention", ...).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+    /// Forward time for one micro-batch (ms).
+    #[serde(with = "units::time")]
+    #[schemars(with = "Quantity")]
+    pub forward: f64,
+    /// Backward time for one micro-batch (ms).
+    #[serde(with = "units::time")]
+    #[schemars(with = "Quantity")]
+    pub backward: f64,
+    /// Parameter bytes.
+    #[serde(with = "units::size")]
+    #[schemars(with = "Quantity")]
+    pub weights: f64,
+    /// Bytes of the activation this layer sends on (the gradient sent back has the same size).
+    #[serde(with = "units::size")]
+    #[schemars(with = "Quantity")]
+    pub output: f64,
+    /// Bytes kept for the backward pass; default: this layer's input (previous `output`).
+    #[serde(
+        default,
+        with = "units::size::option",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schemars(with = "Option<Quantity>")]
+    pub saved: Option<f64>,
+    /// Bytes crossing a cut placed after this layer (DAGs linearized into chains); default: `output`.
+    #[serde(
+        default,
+        with = "units::size::option",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schemars(with = "Option<Quantity>")]
+    pub cut: Option<f64>,
+}
+
+/// The GPUs and their links.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Cluster {
+    /// Number of GPUs.
+    pub gpus: u32,
+    /// GPUs per node (default: all GPUs in one node). Must divide `gpus`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpus_per_node: Option<u32>,
+    /// Memory of each GPU (bytes).
+    #[serde(with = "units::size")]
+    #[schemars(with = "Quantity")]
+    pub memory: f64,
+    /// Link bandwidths.
+    pub bandwidth: Bandwidth,
+    /// Host<->device bandwidth, for swapping (bytes/s).
+    #[serde(
+        default,
+        with = "units::bandwidth::option",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schemars(with = "Option<Quantity>")]
+    pub pcie: Option<f64>,
+}
+
+/// Point-to-point bandwidths (bytes/s).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Bandwidth {
+    /// Between two GPUs of one node.
+    #[serde(with = "units::bandwidth")]
+    #[schemars(with = "Quantity")]
+    pub intra_node: f64,
+    /// Between GPUs of different nodes (default: `intra_node`).
+    #[serde(
+        default,
+        with = "units::bandwidth::option",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schemars(with = "Option<Quantity>")]
+    pub inter_node: Option<f64>,
+}
+
+/// The pipeline schedule family.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ScheduleKind {
+    /// Asynchronous periodic pipeline (PipeDream, MadPipe): 1F1B* or an explicit pattern.
+    Async,
+    /// Synchronous one-forward-one-backward with a flush every batch (DAPPLE, Megatron).
+    #[serde(rename = "1f1b")]
+    OneFOneB,
+    /// Synchronous: all forwards then all backwards, flush every batch.
+    Gpipe,
+}
+
+impl std::fmt::Display for ScheduleKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            ScheduleKind::Async => "async",
+            ScheduleKind::OneFOneB => "1f1b",
+            ScheduleKind::Gpipe => "gpipe",
+        })
+    }
+}
+
+/// Numeric precision of weights and activations (informational; sizes are already in bytes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Precision {
+    /// 32-bit floats.
+    Fp32,
+    /// 16-bit floats.
+    Fp16,
+    /// bfloat16.
+    Bf16,
+    /// Mixed precision (fp16/bf16 compute, fp32 master weights).
+    Mixed,
+}
+
+/// Training settings.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Training {
+    /// Samples per micro-batch (default: `model.batch`). Times and activation sizes scale
+    /// linearly from `model.batch` to this value.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub micro_batch: Option<u32>,
+    /// Micro-batches per batch (m) for synchronous schedules; default: the number of GPUs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub micro_batches: Option<u32>,
+    /// Default schedule family for plans that do not choose one.
+    #[serde(default = "default_schedule")]
+    pub schedule: ScheduleKind,
+    /// Weight versions kept by asynchronous schedules (PipeDream-2BW / MadPipe: 2).
+    /// Synchronous schedules always keep 1.
+    #[serde(default = "default_weight_versions")]
+    pub weight_versions: u32,
+    /// Extra weight-sized optimizer copies: SGD 0, momentum 1, Adam 2.
+    #[serde(default)]
+    pub optimizer_state_factor: f64,
+    /// Precision (informational).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub precision: Option<Precision>,
+}
+
+fn default_schedule() -> ScheduleKind {
+    ScheduleKind::Async
+}
+fn default_weight_versions() -> u32 {
+    2
+}
+
+impl Default for Training {
+    fn default() -> Self {
+        Training {
+            micro_batch: None,
+            micro_batches: None,
+            schedule: default_schedule(),
+            weight_versions: default_weight_versions(),
+            optimizer_state_factor: 0.0,
+            precision: None,
+        }
+    }
+}
+
+impl Instance {
+    /// Parses an instance from JSON text and validates it. Errors name the offending field.
+    pub fn from_json(text: &str) -> Result<Instance, InputError> {
+        // Read the version tag first: a file of another major version should be rejected for its
+        // version, not for whichever of its fields v1 does not know.
+        let doc: serde_json::Value = crate::error::parse_json(text, "instance")?;
+        crate::validate::check_format_tag(&doc)?;
+        let inst: Instance = crate::error::parse_json(text, "instance")?;
+        inst.validate()?;
+        Ok(inst)
+    }
+
+    /// Reads and validates an instance file.
+    pub fn from_path(path: &std::path::Path) -> Result<Instance, InputError> {
+        let text = std::fs::read_to_string(path).map_err(|e| InputError::Io {
+            path: path.display().to_string(),
+            message: e.to_string(),
+        })?;
+        Instance::from_json(&text).map_err(|e| e.in_file(path))
+    }
+
+    /// Pretty JSON.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).expect("instances serialize")
+    }
+
+    /// Checks every field; see [`crate::validate`].
+    pub fn validate(&self) -> Result<(), InputError> {
+        crate::validate::validate(self)
+    }
+
+    /// Number of layers L.
+    pub fn num_layers(&self) -> usize {
+        self.model.layers.len()
+    }
+
+    /// Samples per micro-batch actually trained.
+    pub fn micro_batch(&self) -> u32 {
+        self.training.micro_batch.unwrap_or(self.model.batch)
+    }
+
+    /// Micro-batches per batch (m) for synchronous schedules.
+    pub fn micro_batches(&self) -> u32 {
+        self.training.micro_batches.unwrap_or(self.cluster.gpus).max(1)
+    }
+
+    /// Factor from profiled per-micro-batch quantities to the trained micro-batch size.
+    pub fn batch_scale(&self) -> f64 {
+        self.micro_batch() as f64 / self.model.batch as f64
+    }
+
+    /// GPUs per node (all GPUs when not given).
+    pub fn gpus_per_node(&self) -> u32 {
+        self.cluster.gpus_per_node.unwrap_or(self.cluster.gpus)
+    }
+
+    /// Bandwidth between nodes.
+    pub fn inter_node_bandwidth(&self) -> f64 {
+        self.cluster
+            .bandwidth
+            .inter_node
+            .unwrap_or(self.cluster.bandwidth.intra_node)
+    }
+
+    /// Node index of a GPU.
+    pub fn node_of(&self, gpu: u32) -> u32 {
+        gpu / self.gpus_per_node()
+    }
+
+    /// Bandwidth of the slowest link inside a set of GPUs (intra-node if they share a node).
+    pub fn group_bandwidth(&self, gpus: &[u32]) -> f64 {
+        let first = gpus.first().map(|&g| self.node_of(g));
+        if gpus.iter().all(|&g| Some(self.node_of(g)) == first) {
+            self.cluster.bandwidth.intra_node
+        } else {
+            self.inter_node_bandwidth()
+        }
+    }
+
+    /// Bandwidth between two GPUs.
+    pub fn link_bandwidth(&self, a: u32, b: u32) -> f64 {
+        self.group_bandwidth(&[a, b])
+    }
+
+    /// The chain in canonical per-micro-batch form at the trained micro-batch size.
+    pub fn chain(&self) -> Chain {
+        Chain::new(self)
+    }
+}
+
+/// The layer chain with every default resolved and scaled to the trained micro-batch:
+/// the numbers all cost models work from. Index `l` is layer `l` (0-based); `a[0]` is the model
+/// input and `a[l + 1]` the output of layer `l`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Chain {
+    /// Forward times u_F (ms).
+    pub forward: Vec<f64>,
+    /// Backward times u_B (ms).
+    pub backward: Vec<f64>,
+    /// Parameter bytes W.
+    pub weights: Vec<f64>,
+    /// Activations: `act[0]` = input, `act[l + 1]` = output of layer l (bytes).
+    pub act: Vec<f64>,
+    /// Bytes kept for the backward of each layer.
+    pub saved: Vec<f64>,
+    /// Bytes crossing a cut after each layer.
+    pub cut: Vec<f64>,
+    /// Prefix sums of forward + backward: `prefix[l]` = U(0, l - 1).
+    prefix: Vec<f64>,
+}
+
+impl Chain {
+    fn new(inst: &Instance) -> Chain {
+        let k = inst.batch_scale();
+        let layers = &inst.model.layers;
+        let mut act = Vec::with_capacity(layers.len() + 1);
+        act.push(inst.model.input * k);
+        act.extend(layers.iter().map(|l| l.output * k));
+        let saved = layers
+            .iter()
+            .enumerate()
+            .map(|(i, l)| l.saved.unwrap_or(layers_input(inst, i)) * k)
+            .collect();
+        let cut = layers.iter().map(|l| l.cut.unwrap_or(l.output) * k).collect();
+        let forward: Vec<f64> = layers.iter().map(|l| l.forward * k).collect();
+        let backward: Vec<f64> = layers.iter().map(|l| l.backward * k).collect();
+        let mut prefix = vec![0.0; layers.len() + 1];
+        for i in 0..layers.len() {
+            prefix[i + 1] = prefix[i] + forward[i] + backward[i];
+        }
+        Chain {
+            forward,
+            backward,
+            weights: layers.iter().map(|l| l.weights).collect(),
+            act,
+            saved,
+            cut,
+            prefix,
+        }
+    }
+
+    /// Number of layers.
+    pub fn len(&self) -> usize {
+        self.forward.len()
+    }
+
+    /// True when the chain has no layer (never for a validated instance).
+    pub fn is_empty(&self) -> bool {
+        self.forward.is_empty()
+    }
+
+    /// U(k..l) = sum of forward + backward times of layers `k..l` (half-open).
+    pub fn compute(&self, k: usize, l: usize) -> f64 {
+        self.prefix[l] - self.prefix[k]
+    }
+
+    /// Total parameter bytes of layers `k..l` (half-open).
+    pub fn weights(&self, k: usize, l: usize) -> f64 {
+        self.weights[k..l].iter().sum()
+    }
+
+    /// Total saved bytes of layers `k..l` (half-open).
+    pub fn saved(&self, k: usize, l: usize) -> f64 {
+        self.saved[k..l].iter().sum()
+    }
+}
+
+fn layers_input(inst: &Instance, i: usize) -> f64 {
+    if i == 0 {
+        inst.model.input
+    } else {
+        inst.model.layers[i - 1].output
+    }
+}
+
+/// JSON Schema of the instance format, generated from the types.
+pub fn json_schema() -> serde_json::Value {
+    serde_json::to_value(schemars::schema_for!(Instance)).expect("schema serializes")
+}

@@ -1,0 +1,347 @@
+//! Plans: stages (contiguous layer ranges on device groups, with an intra-stage strategy) and a
+//! schedule (asynchronous periodic, synchronous 1F1B, or GPipe).
+
+use crate::error::InputError;
+use crate::instance::{Instance, ScheduleKind};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeSet;
+
+/// A partition of the chain into stages plus how they are scheduled.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Plan {
+    /// Stages in chain order; together they cover every layer exactly once.
+    pub stages: Vec<Stage>,
+    /// How the stages are scheduled.
+    pub schedule: Schedule,
+}
+
+/// One stage: layers `first..=last` on the GPUs `gpus` with an intra-stage strategy.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Stage {
+    /// First layer (0-based, inclusive).
+    pub first: usize,
+    /// Last layer (inclusive).
+    pub last: usize,
+    /// GPU ids of the stage's device group; `dp * tp` of them. Several stages may name the same
+    /// GPU (e.g. MadPipe's special processor).
+    pub gpus: Vec<u32>,
+    /// Data-parallel degree (replicas, each on `tp` GPUs).
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub dp: u32,
+    /// Tensor-parallel degree.
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub tp: u32,
+    /// Sharded data parallelism (ZeRO-3): model states divided by `dp`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub sdp: bool,
+    /// Layers (global 0-based indices) whose activations are checkpointed: only their input is
+    /// kept and the rest is recomputed during the backward.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub checkpoint: Vec<usize>,
+}
+
+fn one() -> u32 {
+    1
+}
+fn is_one(v: &u32) -> bool {
+    *v == 1
+}
+
+impl Stage {
+    /// A plain stage on one GPU.
+    pub fn single(first: usize, last: usize, gpu: u32) -> Stage {
+        Stage {
+            first,
+            last,
+            gpus: vec![gpu],
+            dp: 1,
+            tp: 1,
+            sdp: false,
+            checkpoint: Vec::new(),
+        }
+    }
+
+    /// Number of layers.
+    pub fn len(&self) -> usize {
+        self.last + 1 - self.first
+    }
+
+    /// Always false for a stage of a valid plan.
+    pub fn is_empty(&self) -> bool {
+        self.last < self.first
+    }
+
+    /// Degree dividing per-replica work: `dp * tp`.
+    pub fn width(&self) -> f64 {
+        (self.dp * self.tp) as f64
+    }
+}
+
+/// The schedule of a plan.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "kind", rename_all = "lowercase", deny_unknown_fields)]
+pub enum Schedule {
+    /// Asynchronous periodic pipeline. Without `pattern`, the 1F1B* pattern of the contiguous
+    /// partition at `period` (default: the least period the loads allow) is implied.
+    Async {
+        /// Period (ms).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        period: Option<f64>,
+        /// An explicit periodic pattern.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pattern: Option<Pattern>,
+    },
+    /// Synchronous 1F1B with a flush per batch of `micro_batches` micro-batches.
+    #[serde(rename = "1f1b")]
+    OneFOneB {
+        /// m (default: the instance's `training.micro_batches`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        micro_batches: Option<u32>,
+    },
+    /// GPipe: all forwards, then all backwards, flush per batch.
+    Gpipe {
+        /// m (default: the instance's `training.micro_batches`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        micro_batches: Option<u32>,
+    },
+}
+
+impl Schedule {
+    /// The default schedule of an instance's family (implied 1F1B* for async).
+    pub fn default_for(inst: &Instance) -> Schedule {
+        match inst.training.schedule {
+            ScheduleKind::Async => Schedule::Async {
+                period: None,
+                pattern: None,
+            },
+            ScheduleKind::OneFOneB => Schedule::OneFOneB {
+                micro_batches: None,
+            },
+            ScheduleKind::Gpipe => Schedule::Gpipe {
+                micro_batches: None,
+            },
+        }
+    }
+
+    /// The family.
+    pub fn kind(&self) -> ScheduleKind {
+        match self {
+            Schedule::Async { .. } => ScheduleKind::Async,
+            Schedule::OneFOneB { .. } => ScheduleKind::OneFOneB,
+            Schedule::Gpipe { .. } => ScheduleKind::Gpipe,
+        }
+    }
+}
+
+/// A periodic pattern: each operation starts at `start` in `[0, period)` of every period and, in
+/// period k, processes micro-batch `k - shift` (the forward of the first stage has shift 0).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Pattern {
+    /// Period T (ms).
+    pub period: f64,
+    /// One entry per operation.
+    pub ops: Vec<PatternOp>,
+}
+
+/// The kind of a pattern operation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema)]
+pub enum OpKind {
+    /// Forward of a stage.
+    F,
+    /// Backward of a stage.
+    B,
+    /// Activation sent from stage `stage` to stage `stage + 1`.
+    #[serde(rename = "send_f")]
+    SendF,
+    /// Gradient sent from stage `stage + 1` back to stage `stage`.
+    #[serde(rename = "send_b")]
+    SendB,
+}
+
+/// One operation of a periodic pattern. Durations are not stored: the simulator takes them from
+/// the neutral cost model, so a pattern cannot claim shorter operations than the evaluator's.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PatternOp {
+    /// What runs.
+    pub op: OpKind,
+    /// The stage (for sends: the stage before the cut).
+    pub stage: usize,
+    /// Start time within the period, in `[0, period)`.
+    pub start: f64,
+    /// Index shift h: in period k the operation processes micro-batch k - h.
+    pub shift: i64,
+}
+
+impl Plan {
+    /// A contiguous plan with one GPU per stage (GPU s for stage s) from cut positions:
+    /// `ends[s]` is the last layer of stage s.
+    pub fn contiguous(ends: &[usize], schedule: Schedule) -> Plan {
+        let mut first = 0;
+        let stages = ends
+            .iter()
+            .enumerate()
+            .map(|(s, &last)| {
+                let st = Stage::single(first, last, s as u32);
+                first = last + 1;
+                st
+            })
+            .collect();
+        Plan { stages, schedule }
+    }
+
+    /// Parses a plan from JSON. A whole solution (with a `plan` field) is accepted too.
+    pub fn from_json(text: &str) -> Result<Plan, InputError> {
+        let doc: serde_json::Value = crate::error::parse_json(text, "plan")?;
+        if doc.get("plan").is_some() && doc.get("stages").is_none() {
+            let plan = doc.get("plan").cloned().unwrap_or_default();
+            return serde_path_to_error::deserialize(plan).map_err(|e| {
+                InputError::field(format!("plan.{}", e.path()), e.inner().to_string())
+            });
+        }
+        crate::error::parse_json(text, "plan")
+    }
+
+    /// GPUs used by any stage, sorted.
+    pub fn gpus(&self) -> Vec<u32> {
+        let set: BTreeSet<u32> = self.stages.iter().flat_map(|s| s.gpus.iter().copied()).collect();
+        set.into_iter().collect()
+    }
+
+    /// True when no two stages share a GPU.
+    pub fn is_contiguous(&self) -> bool {
+        let total: usize = self.stages.iter().map(|s| s.gpus.len()).sum();
+        total == self.gpus().len()
+    }
+
+    /// Checks the plan against an instance: stages cover the chain in order, device groups match
+    /// their degrees and exist, checkpointed layers lie in their stage, the schedule is sound.
+    pub fn check(&self, inst: &Instance) -> Result<(), InputError> {
+        let l = inst.num_layers();
+        if self.stages.is_empty() {
+            return Err(InputError::field("plan.stages", "no stage"));
+        }
+        let mut next = 0;
+        for (i, s) in self.stages.iter().enumerate() {
+            let f = |name: &str| format!("plan.stages[{i}].{name}");
+            if s.first != next {
+                return Err(InputError::field(
+                    f("first"),
+                    if s.first > next {
+                        format!("layers {next}..{} are in no stage", s.first - 1)
+                    } else {
+                        format!("layer {} is already in an earlier stage", s.first)
+                    },
+                ));
+            }
+            if s.last < s.first {
+                return Err(InputError::field(
+                    f("last"),
+                    format!("{} is before first = {}", s.last, s.first),
+                ));
+            }
+            if s.last >= l {
+                return Err(InputError::field(
+                    f("last"),
+                    format!("layer {} does not exist (the chain has {l} layers)", s.last),
+                ));
+            }
+            next = s.last + 1;
+            if s.dp == 0 || s.tp == 0 {
+                return Err(InputError::field(
+                    f(if s.dp == 0 { "dp" } else { "tp" }),
+                    "degree must be at least 1",
+                ));
+            }
+            if s.gpus.len() != (s.dp * s.tp) as usize {
+                return Err(InputError::field(
+                    f("gpus"),
+                    format!(
+                        "{} GPUs listed but dp x tp = {} x {} = {}",
+                        s.gpus.len(),
+                        s.dp,
+                        s.tp,
+                        s.dp * s.tp
+                    ),
+                ));
+            }
+            let mut seen = BTreeSet::new();
+            for &g in &s.gpus {
+                if g >= inst.cluster.gpus {
+                    return Err(InputError::field(
+                        f("gpus"),
+                        format!(
+                            "GPU {g} does not exist (the cluster has {} GPUs, ids 0..{})",
+                            inst.cluster.gpus,
+                            inst.cluster.gpus - 1
+                        ),
+                    ));
+                }
+                if !seen.insert(g) {
+                    return Err(InputError::field(f("gpus"), format!("GPU {g} listed twice")));
+                }
+            }
+            for &c in &s.checkpoint {
+                if c < s.first || c > s.last {
+                    return Err(InputError::field(
+                        f("checkpoint"),
+                        format!(
+                            "layer {c} is not in this stage (layers {}..={})",
+                            s.first, s.last
+                        ),
+                    ));
+                }
+            }
+        }
+        if next != l {
+            return Err(InputError::field(
+                "plan.stages",
+                format!(
+                    "layers {next}..{} are in no stage (the chain has {l} layers)",
+                    l - 1
+                ),
+            ));
+        }
+        match &self.schedule {
+            Schedule::Async { period, pattern } => {
+                if let Some(t) = period {
+                    if !(t.is_finite() && *t > 0.0) {
+                        return Err(InputError::field(
+                            "plan.schedule.period",
+                            format!("must be a positive time, found {t}"),
+                        ));
+                    }
+                }
+                if let Some(p) = pattern {
+                    if !(p.period.is_finite() && p.period > 0.0) {
+                        return Err(InputError::field(
+                            "plan.schedule.pattern.period",
+                            format!("must be a positive time, found {}", p.period),
+                        ));
+                    }
+                    if let Some(t) = period {
+                        if (t - p.period).abs() > 1e-9 * t.max(1.0) {
+                            return Err(InputError::field(
+                                "plan.schedule.period",
+                                format!("{t} differs from the pattern's period {}", p.period),
+                            ));
+                        }
+                    }
+                }
+            }
+            Schedule::OneFOneB { micro_batches } | Schedule::Gpipe { micro_batches } => {
+                if *micro_batches == Some(0) {
+                    return Err(InputError::field(
+                        "plan.schedule.micro_batches",
+                        "must be at least 1",
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+}
