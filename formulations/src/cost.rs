@@ -71,8 +71,7 @@ pub fn stage_costs(inst: &Instance, chain: &Chain, plan: &Plan) -> Vec<StageCost
     (0..n)
         .map(|s| {
             let st = &plan.stages[s];
-            let cut_before =
-                s > 0 && !same_group(&plan.stages[s - 1], st);
+            let cut_before = s > 0 && !same_group(&plan.stages[s - 1], st);
             let cut_after = s + 1 < n && !same_group(st, &plan.stages[s + 1]);
             stage_cost(inst, chain, st, kind, cut_before, cut_after)
         })

@@ -82,7 +82,8 @@ pub fn evaluate(inst: &Instance, plan: &Plan) -> Result<Evaluation, InputError> 
     let (resources, resource_of_stage) = pipeline_resources(&costs, &cuts, kind);
     let micro = inst.micro_batch() as f64;
 
-    let (in_flight, activations, period, iteration, m, valid, busy_total, span) = match &plan.schedule
+    let (in_flight, activations, period, iteration, m, valid, busy_total, span) = match &plan
+        .schedule
     {
         Schedule::Async { period, pattern } => {
             let pattern = match pattern {
@@ -175,7 +176,14 @@ pub fn evaluate(inst: &Instance, plan: &Plan) -> Result<Evaluation, InputError> 
                 })
                 .sum();
             (
-                in_flight, acts, None, Some(iteration), Some(m), None, busy, iteration,
+                in_flight,
+                acts,
+                None,
+                Some(iteration),
+                Some(m),
+                None,
+                busy,
+                iteration,
             )
         }
     };
@@ -192,10 +200,11 @@ pub fn evaluate(inst: &Instance, plan: &Plan) -> Result<Evaluation, InputError> 
     for (p, t) in peak.iter_mut().zip(&transient) {
         *p += t;
     }
-    let (max_gpu, max_memory) = peak
-        .iter()
-        .enumerate()
-        .fold((0, 0.0), |acc, (g, &v)| if v > acc.1 { (g, v) } else { acc });
+    let (max_gpu, max_memory) =
+        peak.iter().enumerate().fold(
+            (0, 0.0),
+            |acc, (g, &v)| if v > acc.1 { (g, v) } else { acc },
+        );
     let limit = inst.cluster.memory;
     let mut fits = valid != Some(false);
     for (g, &p) in peak.iter().enumerate() {
@@ -209,7 +218,11 @@ pub fn evaluate(inst: &Instance, plan: &Plan) -> Result<Evaluation, InputError> 
         }
     }
     let samples = micro * m.unwrap_or(1) as f64;
-    let throughput = if span > 0.0 { samples / span * 1e3 } else { f64::INFINITY };
+    let throughput = if span > 0.0 {
+        samples / span * 1e3
+    } else {
+        f64::INFINITY
+    };
     let bubble = if span > 0.0 && gpus_used > 0 {
         (1.0 - busy_total / (gpus_used as f64 * span)).max(0.0)
     } else {
@@ -248,7 +261,11 @@ pub fn pipeline_resources(
     let mut resource_of_stage = Vec::with_capacity(n);
     for (s, c) in costs.iter().enumerate() {
         resource_of_stage.push(resources.len());
-        let sync = if kind == ScheduleKind::Async { c.grad_sync } else { 0.0 };
+        let sync = if kind == ScheduleKind::Async {
+            c.grad_sync
+        } else {
+            0.0
+        };
         resources.push(Resource {
             forward: c.forward,
             backward: c.backward + sync,
@@ -274,7 +291,12 @@ fn describe_resource(r: usize, resource_of_stage: &[usize]) -> String {
 }
 
 /// Activation bytes per GPU when stage s keeps `in_flight[s]` micro-batches.
-fn activations_by_gpu(inst: &Instance, plan: &Plan, costs: &[StageCost], in_flight: &[u32]) -> Vec<f64> {
+fn activations_by_gpu(
+    inst: &Instance,
+    plan: &Plan,
+    costs: &[StageCost],
+    in_flight: &[u32],
+) -> Vec<f64> {
     let mut v = vec![0.0; inst.cluster.gpus as usize];
     for (s, st) in plan.stages.iter().enumerate() {
         for &g in &st.gpus {
@@ -306,7 +328,11 @@ pub fn star_to_pattern(
             start: star.b_start[r],
             shift: star.b_shift[r],
         });
-        let next = if s + 1 < n { resource_of_stage[s + 1] } else { star.group.len() };
+        let next = if s + 1 < n {
+            resource_of_stage[s + 1]
+        } else {
+            star.group.len()
+        };
         if next > r + 1 {
             let c = r + 1;
             ops.push(PatternOp {

@@ -280,7 +280,10 @@ impl Instance {
 
     /// Micro-batches per batch (m) for synchronous schedules.
     pub fn micro_batches(&self) -> u32 {
-        self.training.micro_batches.unwrap_or(self.cluster.gpus).max(1)
+        self.training
+            .micro_batches
+            .unwrap_or(self.cluster.gpus)
+            .max(1)
     }
 
     /// Factor from profiled per-micro-batch quantities to the trained micro-batch size.
@@ -360,7 +363,10 @@ impl Chain {
             .enumerate()
             .map(|(i, l)| l.saved.unwrap_or(layers_input(inst, i)) * k)
             .collect();
-        let cut = layers.iter().map(|l| l.cut.unwrap_or(l.output) * k).collect();
+        let cut = layers
+            .iter()
+            .map(|l| l.cut.unwrap_or(l.output) * k)
+            .collect();
         let forward: Vec<f64> = layers.iter().map(|l| l.forward * k).collect();
         let backward: Vec<f64> = layers.iter().map(|l| l.backward * k).collect();
         let mut prefix = vec![0.0; layers.len() + 1];

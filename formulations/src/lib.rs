@@ -25,6 +25,7 @@ pub mod error;
 pub mod evaluate;
 pub mod instance;
 pub mod one_f_one_b_star;
+pub mod peers;
 pub mod plan;
 pub mod simulate;
 pub mod units;

@@ -141,8 +141,14 @@ mod tests {
     #[test]
     fn groups_from_the_end() {
         // Loads 3, 2, 2, 4 at T = 4: {4} is group 1, {2,2} group 2, {3} group 3.
-        assert_eq!(groups(&[3.0, 2.0, 2.0, 4.0], 4.0).unwrap(), vec![3, 2, 2, 1]);
-        assert_eq!(groups(&[3.0, 2.0, 2.0, 4.0], 11.0).unwrap(), vec![1, 1, 1, 1]);
+        assert_eq!(
+            groups(&[3.0, 2.0, 2.0, 4.0], 4.0).unwrap(),
+            vec![3, 2, 2, 1]
+        );
+        assert_eq!(
+            groups(&[3.0, 2.0, 2.0, 4.0], 11.0).unwrap(),
+            vec![1, 1, 1, 1]
+        );
         assert_eq!(groups(&[3.0, 5.0], 4.0), Err(1));
     }
 

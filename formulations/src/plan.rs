@@ -148,7 +148,9 @@ pub struct Pattern {
 }
 
 /// The kind of a pattern operation.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
 pub enum OpKind {
     /// Forward of a stage.
     F,
@@ -208,7 +210,11 @@ impl Plan {
 
     /// GPUs used by any stage, sorted.
     pub fn gpus(&self) -> Vec<u32> {
-        let set: BTreeSet<u32> = self.stages.iter().flat_map(|s| s.gpus.iter().copied()).collect();
+        let set: BTreeSet<u32> = self
+            .stages
+            .iter()
+            .flat_map(|s| s.gpus.iter().copied())
+            .collect();
         set.into_iter().collect()
     }
 
@@ -282,7 +288,10 @@ impl Plan {
                     ));
                 }
                 if !seen.insert(g) {
-                    return Err(InputError::field(f("gpus"), format!("GPU {g} listed twice")));
+                    return Err(InputError::field(
+                        f("gpus"),
+                        format!("GPU {g} listed twice"),
+                    ));
                 }
             }
             for &c in &s.checkpoint {

@@ -154,10 +154,23 @@ pub fn plan_operations(inst: &Instance, plan: &Plan) -> BTreeMap<OpId, (f64, Vec
     let cuts = cut_costs(inst, &chain, plan);
     let mut ops = BTreeMap::new();
     for (s, c) in costs.iter().enumerate() {
-        let gpus: Vec<ResourceId> = plan.stages[s].gpus.iter().map(|&g| ResourceId::Gpu(g)).collect();
-        ops.insert(OpId { op: OpKind::F, stage: s }, (c.forward, gpus.clone()));
+        let gpus: Vec<ResourceId> = plan.stages[s]
+            .gpus
+            .iter()
+            .map(|&g| ResourceId::Gpu(g))
+            .collect();
         ops.insert(
-            OpId { op: OpKind::B, stage: s },
+            OpId {
+                op: OpKind::F,
+                stage: s,
+            },
+            (c.forward, gpus.clone()),
+        );
+        ops.insert(
+            OpId {
+                op: OpKind::B,
+                stage: s,
+            },
             (c.backward + c.grad_sync, gpus),
         );
     }
@@ -173,13 +186,26 @@ pub fn plan_operations(inst: &Instance, plan: &Plan) -> BTreeMap<OpId, (f64, Vec
 }
 
 /// Checks `pattern` for `plan` on `inst` and measures memory; see the module docs.
-pub fn simulate(inst: &Instance, plan: &Plan, pattern: &Pattern) -> Result<SimReport, ScheduleViolation> {
+pub fn simulate(
+    inst: &Instance,
+    plan: &Plan,
+    pattern: &Pattern,
+) -> Result<SimReport, ScheduleViolation> {
     let needed = plan_operations(inst, plan);
     let t = pattern.period;
     let tol = TOL * t.max(1.0);
     let mut timed: BTreeMap<OpId, TimedOp> = BTreeMap::new();
-    for PatternOp { op, stage, start, shift } in &pattern.ops {
-        let id = OpId { op: *op, stage: *stage };
+    for PatternOp {
+        op,
+        stage,
+        start,
+        shift,
+    } in &pattern.ops
+    {
+        let id = OpId {
+            op: *op,
+            stage: *stage,
+        };
         let Some((duration, resources)) = needed.get(&id) else {
             let why = if *stage >= plan.stages.len() {
                 format!("the plan has {} stages", plan.stages.len())
@@ -189,7 +215,11 @@ pub fn simulate(inst: &Instance, plan: &Plan, pattern: &Pattern) -> Result<SimRe
             return Err(ScheduleViolation::Unexpected(id, why));
         };
         if !(*start >= -tol && *start < t) {
-            return Err(ScheduleViolation::StartOutOfRange { op: id, start: *start, period: t });
+            return Err(ScheduleViolation::StartOutOfRange {
+                op: id,
+                start: *start,
+                period: t,
+            });
         }
         let prev = timed.insert(
             id,
@@ -230,7 +260,11 @@ pub fn simulate(inst: &Instance, plan: &Plan, pattern: &Pattern) -> Result<SimRe
         let (oa, ob) = (&timed[&a], &timed[&b]);
         let late = abs(oa) + oa.duration - abs(ob);
         if late > tol {
-            return Err(ScheduleViolation::Dependency { before: a, after: b, late });
+            return Err(ScheduleViolation::Dependency {
+                before: a,
+                after: b,
+                late,
+            });
         }
     }
 
@@ -245,7 +279,11 @@ pub fn simulate(inst: &Instance, plan: &Plan, pattern: &Pattern) -> Result<SimRe
     for (r, ops) in &by_resource {
         let total: f64 = ops.iter().map(|o| o.duration).sum();
         if total > t + tol {
-            return Err(ScheduleViolation::Overloaded { resource: *r, busy: total, period: t });
+            return Err(ScheduleViolation::Overloaded {
+                resource: *r,
+                busy: total,
+                period: t,
+            });
         }
         busy.insert(*r, total);
         for (i, a) in ops.iter().enumerate() {
@@ -289,7 +327,9 @@ pub fn simulate(inst: &Instance, plan: &Plan, pattern: &Pattern) -> Result<SimRe
     let in_flight: Vec<u32> = (0..n).map(|s| alive(s, lifetimes[s].0)).collect();
     let mut peak = vec![0.0; inst.cluster.gpus as usize];
     for g in plan.gpus() {
-        let stages: Vec<usize> = (0..n).filter(|&s| plan.stages[s].gpus.contains(&g)).collect();
+        let stages: Vec<usize> = (0..n)
+            .filter(|&s| plan.stages[s].gpus.contains(&g))
+            .collect();
         for &probe in &stages {
             let tau = lifetimes[probe].0;
             let bytes: f64 = stages
@@ -301,7 +341,12 @@ pub fn simulate(inst: &Instance, plan: &Plan, pattern: &Pattern) -> Result<SimRe
             }
         }
     }
-    Ok(SimReport { period: t, peak_activations: peak, in_flight, busy })
+    Ok(SimReport {
+        period: t,
+        peak_activations: peak,
+        in_flight,
+        busy,
+    })
 }
 
 /// The operations of `pattern` with their durations and resources (from the cost model), in
@@ -312,7 +357,10 @@ pub fn timed_ops(inst: &Instance, plan: &Plan, pattern: &Pattern) -> Vec<TimedOp
         .ops
         .iter()
         .filter_map(|o| {
-            let id = OpId { op: o.op, stage: o.stage };
+            let id = OpId {
+                op: o.op,
+                stage: o.stage,
+            };
             needed.get(&id).map(|(d, r)| TimedOp {
                 id,
                 start: o.start,
@@ -346,7 +394,12 @@ pub fn unroll(ops: &[TimedOp], period: f64, periods: usize) -> Vec<Occurrence> {
     for k in 0..periods as i64 {
         for o in ops {
             let start = k as f64 * period + o.start;
-            v.push(Occurrence { id: o.id, batch: k - o.shift, start, end: start + o.duration });
+            v.push(Occurrence {
+                id: o.id,
+                batch: k - o.shift,
+                start,
+                end: start + o.duration,
+            });
         }
     }
     v.sort_by(|a, b| a.start.total_cmp(&b.start).then(a.id.cmp(&b.id)));

@@ -235,8 +235,16 @@ macro_rules! quantity_module {
     };
 }
 
-quantity_module!(time, Dimension::Time, "Serde adapter for times (canonical unit: ms).");
-quantity_module!(size, Dimension::Size, "Serde adapter for sizes (canonical unit: bytes).");
+quantity_module!(
+    time,
+    Dimension::Time,
+    "Serde adapter for times (canonical unit: ms)."
+);
+quantity_module!(
+    size,
+    Dimension::Size,
+    "Serde adapter for sizes (canonical unit: bytes)."
+);
 quantity_module!(
     bandwidth,
     Dimension::Bandwidth,
@@ -288,10 +296,22 @@ mod tests {
 
     #[test]
     fn bandwidths_and_times() {
-        assert_eq!(parse_quantity("12 GB/s", Dimension::Bandwidth).unwrap(), 12e9);
-        assert_eq!(parse_quantity("100 Gbit/s", Dimension::Bandwidth).unwrap(), 12.5e9);
-        assert_eq!(parse_quantity("100 Gbps", Dimension::Bandwidth).unwrap(), 12.5e9);
-        assert_eq!(parse_quantity("1 GiBps", Dimension::Bandwidth).unwrap(), 1024f64.powi(3));
+        assert_eq!(
+            parse_quantity("12 GB/s", Dimension::Bandwidth).unwrap(),
+            12e9
+        );
+        assert_eq!(
+            parse_quantity("100 Gbit/s", Dimension::Bandwidth).unwrap(),
+            12.5e9
+        );
+        assert_eq!(
+            parse_quantity("100 Gbps", Dimension::Bandwidth).unwrap(),
+            12.5e9
+        );
+        assert_eq!(
+            parse_quantity("1 GiBps", Dimension::Bandwidth).unwrap(),
+            1024f64.powi(3)
+        );
         assert!(parse_quantity("12 GB", Dimension::Bandwidth).is_err());
         assert_eq!(parse_quantity("120 us", Dimension::Time).unwrap(), 0.12);
         assert_eq!(parse_quantity("-3 ms", Dimension::Time).unwrap(), -3.0);

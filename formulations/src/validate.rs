@@ -72,7 +72,10 @@ impl Checker {
         if !v.is_finite() {
             self.fail(field(), format!("{what} is not a finite number ({v})"));
         } else if v <= 0.0 {
-            self.fail(field(), format!("{what} must be positive, found {v} {unit}"));
+            self.fail(
+                field(),
+                format!("{what} must be positive, found {v} {unit}"),
+            );
         }
     }
 }
@@ -151,10 +154,7 @@ pub fn validate(inst: &Instance) -> Result<(), InputError> {
         );
     }
     if t.micro_batches == Some(0) {
-        c.fail(
-            "training.micro_batches".into(),
-            "must be at least 1".into(),
-        );
+        c.fail("training.micro_batches".into(), "must be at least 1".into());
     }
     if t.weight_versions == 0 {
         c.fail(
