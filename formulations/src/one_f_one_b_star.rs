@@ -7,8 +7,11 @@
 //! micro-batches in flight, which is the least any valid pattern of period T can keep
 //! (Proposition 1 of the paper).
 
-/// Tolerance on sums of durations compared with the period (ms).
-pub const EPS: f64 = 1e-9;
+/// Tolerance on sums of durations compared with the period: a group fits when its load is at
+/// most `T (1 + EPS) + EPS` ms. It only absorbs rounding (sums of loads taken in another order)
+/// and must stay well below the simulator's tolerance (1e-9 x max(T, 1) ms): a looser one would
+/// let 1F1B* build patterns the simulator rejects, e.g. accept a load of 2 ms at T = 2 - 3e-9.
+pub const EPS: f64 = 1e-12;
 
 /// One resource of the chain: a stage, or a communication between two stages.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -290,8 +290,13 @@ pub fn simulate(
             for b in &ops[i + 1..] {
                 let ab = (b.start - a.start).rem_euclid(t);
                 let ba = (a.start - b.start).rem_euclid(t);
-                // [a, a + da) and [b, b + db) meet on the circle iff one starts inside the other.
-                if ab < a.duration - tol || ba < b.duration - tol {
+                // [a, a + da) and [b, b + db) meet on the circle iff one starts inside the other
+                // and they share more than `tol`: an operation of zero duration occupies nothing
+                // (e.g. the empty forward of a stage whose backward starts at the same instant).
+                let meet = |offset: f64, d_first: f64, d_second: f64| {
+                    offset < d_first && (d_first - offset).min(d_second) > tol
+                };
+                if meet(ab, a.duration, b.duration) || meet(ba, b.duration, a.duration) {
                     return Err(ScheduleViolation::Overlap {
                         resource: *r,
                         a: a.id,

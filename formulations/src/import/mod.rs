@@ -1,10 +1,39 @@
 //! Importers: profiles of other tools turned into pipeplan instances.
 //!
 //! Each importer reads the text of one profile file and the cluster the user describes (the
-//! profiles carry no cluster, or only part of one) and returns a validated [`Instance`].
+//! profiles carry no cluster, or only part of one) and returns a validated [`Instance`]:
+//!
+//! | [`Source`] | file | module |
+//! |---|---|---|
+//! | `pipedream` | PipeDream profiler `graph.txt` | [`pipedream`] |
+//! | `piper` | Piper planner input JSON | [`piper`] |
+//! | `dnn-partitioning` | dnn-partitioning layer- or operator-graph JSON | [`dnn_partitioning`] |
+//!
+//! All three describe DAGs. The importers place the nodes in a deterministic topological order
+//! ([`dag`]) and give every layer an explicit `cut`: the bytes of every tensor live across a cut
+//! placed after it. The instance's `source` field states every unit and assumption used.
+//!
+//! **Precedence.** What the user states in [`ImportOptions`] wins; what the user leaves open is
+//! taken from the profile when the profile carries it; the rest gets the documented default:
+//!
+//! - cluster: [`ImportOptions::cluster`], unless [`ImportOptions::cluster_from_profile`] is set,
+//!   in which case the GPU count, memory and bandwidth the profile carries replace those of
+//!   `cluster` (which still supplies what the profile lacks);
+//! - `training.micro_batches`: the user's, else the profile's (Piper `mbsInBatch`), else none;
+//! - `training.precision`: the user's, else the profile's (PipeDream: fp32), else none;
+//! - `model.batch`: [`ImportOptions::batch`], else what the profile implies, else 1;
+//! - time unit: [`ImportOptions::time_unit_ms`], else the format's documented unit.
+
+pub mod dag;
+pub mod dnn_partitioning;
+pub mod pipedream;
+pub mod piper;
 
 use crate::error::InputError;
-use crate::instance::{Cluster, Instance, Training};
+use crate::instance::{Cluster, Instance, Layer, Model, Precision, Training, FORMAT};
+use std::fmt;
+use std::path::Path;
+use std::str::FromStr;
 
 /// What the user adds to a profile to make an instance.
 #[derive(Debug, Clone, PartialEq)]
@@ -15,21 +44,332 @@ pub struct ImportOptions {
     pub training: Training,
     /// Instance name; importers fall back to a name derived from the profile.
     pub name: Option<String>,
+    /// Samples per micro-batch at which the profile was taken (`model.batch`). `None`: what the
+    /// profile implies (see each format), else 1, i.e. one "sample" = one profiled micro-batch.
+    pub batch: Option<u32>,
+    /// Length of the profile's time unit in milliseconds (1000 for seconds). `None`: the unit the
+    /// format's own code uses (see each format).
+    pub time_unit_ms: Option<f64>,
+    /// Take the GPU count, GPU memory and bandwidth from the profile when it carries them
+    /// (Piper, dnn-partitioning) instead of from [`ImportOptions::cluster`].
+    pub cluster_from_profile: bool,
+}
+
+impl ImportOptions {
+    /// Options with this cluster, default training, and everything else left to the profile.
+    pub fn new(cluster: Cluster) -> Self {
+        ImportOptions {
+            cluster,
+            training: Training::default(),
+            name: None,
+            batch: None,
+            time_unit_ms: None,
+            cluster_from_profile: false,
+        }
+    }
 }
 
 /// Profile formats pipeplan imports.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Source {
     /// PipeDream profiler `graph.txt`.
     PipeDream,
     /// Piper JSON.
     Piper,
-    /// dnn-partitioning layer-graph JSON.
+    /// dnn-partitioning layer-graph JSON (operator graphs are read too).
     DnnPartitioning,
+}
+
+impl Source {
+    /// Every format, in a fixed order.
+    pub const ALL: [Source; 3] = [Source::PipeDream, Source::Piper, Source::DnnPartitioning];
+
+    /// The name used on the command line and in messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            Source::PipeDream => "pipedream",
+            Source::Piper => "piper",
+            Source::DnnPartitioning => "dnn-partitioning",
+        }
+    }
+}
+
+impl fmt::Display for Source {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Source {
+    type Err = InputError;
+
+    fn from_str(s: &str) -> Result<Source, InputError> {
+        Source::ALL
+            .into_iter()
+            .find(|src| src.name() == s)
+            .ok_or_else(|| {
+                InputError::field(
+                    "source",
+                    format!("unknown profile format {s:?}; expected pipedream, piper or dnn-partitioning"),
+                )
+            })
+    }
 }
 
 /// Imports `text` in the format `source`.
 pub fn import(source: Source, text: &str, opts: &ImportOptions) -> Result<Instance, InputError> {
-    let _ = (source, text, opts);
-    Err(InputError::field("import", "not implemented yet"))
+    check_options(opts)?;
+    let profile = match source {
+        Source::PipeDream => pipedream::read(text)?,
+        Source::Piper => piper::read(text)?,
+        Source::DnnPartitioning => dnn_partitioning::read(text)?,
+    };
+    finish(source, profile, opts)
+}
+
+/// Reads and imports a profile file. Without [`ImportOptions::name`], the instance is named after
+/// the file (after its folder for a file called `graph.txt`, as PipeDream names profiles by
+/// folder). Errors carry the file's path.
+pub fn import_file(
+    source: Source,
+    path: &Path,
+    opts: &ImportOptions,
+) -> Result<Instance, InputError> {
+    let text = std::fs::read_to_string(path).map_err(|e| InputError::Io {
+        path: path.display().to_string(),
+        message: e.to_string(),
+    })?;
+    let mut opts = opts.clone();
+    if opts.name.is_none() {
+        opts.name = name_from_path(path);
+    }
+    import(source, &text, &opts).map_err(|e| e.in_file(path))
+}
+
+fn name_from_path(path: &Path) -> Option<String> {
+    let stem = path.file_stem()?.to_str()?;
+    if stem == "graph" {
+        if let Some(dir) = path.parent().and_then(|d| d.file_name()) {
+            return dir.to_str().map(str::to_string);
+        }
+    }
+    Some(stem.to_string())
+}
+
+fn check_options(opts: &ImportOptions) -> Result<(), InputError> {
+    if opts.batch == Some(0) {
+        return Err(InputError::field(
+            "import.batch",
+            "must be at least 1 sample",
+        ));
+    }
+    if let Some(u) = opts.time_unit_ms {
+        if !(u.is_finite() && u > 0.0) {
+            return Err(InputError::field(
+                "import.time_unit_ms",
+                format!("must be a positive number of milliseconds, found {u}"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// What a format module reads from a profile, before the user's options are applied.
+/// Times are in the profile's own unit.
+pub(crate) struct Profile {
+    /// Name when the user gives none.
+    pub default_name: String,
+    /// Bytes of the model input (a_0).
+    pub input: f64,
+    /// The chain, times in the profile's unit.
+    pub layers: Vec<Layer>,
+    /// The profile's time unit in ms, and where that comes from.
+    pub time_unit: (f64, String),
+    /// Samples per micro-batch the profile implies, and why.
+    pub batch: Option<(u32, String)>,
+    /// Cluster fields the profile carries.
+    pub gpus: Option<u32>,
+    /// GPU memory (bytes) the profile carries.
+    pub memory: Option<f64>,
+    /// Bandwidth (bytes/s) the profile carries.
+    pub bandwidth: Option<f64>,
+    /// Micro-batches per batch the profile carries.
+    pub micro_batches: Option<u32>,
+    /// Precision the profile implies.
+    pub precision: Option<Precision>,
+    /// Sentences for the `source` field: the format, the units, the linearization.
+    pub notes: Vec<String>,
+}
+
+impl Profile {
+    pub(crate) fn new(default_name: &str, time_unit: (f64, String)) -> Profile {
+        Profile {
+            default_name: default_name.to_string(),
+            input: 0.0,
+            layers: Vec::new(),
+            time_unit,
+            batch: None,
+            gpus: None,
+            memory: None,
+            bandwidth: None,
+            micro_batches: None,
+            precision: None,
+            notes: Vec::new(),
+        }
+    }
+}
+
+/// Applies the precedence rules of the module docs and validates.
+fn finish(source: Source, p: Profile, opts: &ImportOptions) -> Result<Instance, InputError> {
+    let mut notes = p.notes;
+    let unit = match opts.time_unit_ms {
+        Some(u) => {
+            notes.push(format!(
+                "Profile times read as units of {u} ms (set by the user)."
+            ));
+            u
+        }
+        None => {
+            notes.push(p.time_unit.1.clone());
+            p.time_unit.0
+        }
+    };
+    let batch = match (opts.batch, &p.batch) {
+        (Some(b), _) => {
+            notes.push(format!(
+                "model.batch = {b} samples per profiled micro-batch (set by the user)."
+            ));
+            b
+        }
+        (None, Some((b, why))) => {
+            notes.push(why.clone());
+            *b
+        }
+        (None, None) => {
+            notes.push(
+                "The profile does not record its batch size: model.batch = 1, i.e. one sample \
+                 stands for one profiled micro-batch (set the batch import option to fix \
+                 throughputs in samples/s)."
+                    .to_string(),
+            );
+            1
+        }
+    };
+    let mut cluster = opts.cluster.clone();
+    if opts.cluster_from_profile {
+        let mut took = Vec::new();
+        if let Some(g) = p.gpus {
+            if let Some(n) = cluster.gpus_per_node.filter(|&n| n == 0 || g % n != 0) {
+                return Err(InputError::field(
+                    "cluster.gpus_per_node",
+                    format!(
+                        "{n} does not divide the profile's {g} GPUs (cluster_from_profile); \
+                         give a GPUs-per-node count that divides it, or none"
+                    ),
+                ));
+            }
+            cluster.gpus = g;
+            took.push("GPU count");
+        }
+        if let Some(m) = p.memory {
+            cluster.memory = m;
+            took.push("GPU memory");
+        }
+        if let Some(b) = p.bandwidth {
+            cluster.bandwidth.intra_node = b;
+            took.push("bandwidth");
+        }
+        if !took.is_empty() {
+            notes.push(format!(
+                "Cluster {} taken from the profile; the rest from the user.",
+                took.join(", ")
+            ));
+        }
+    }
+    let mut training = opts.training.clone();
+    if training.micro_batches.is_none() {
+        training.micro_batches = p.micro_batches;
+    }
+    if training.precision.is_none() {
+        training.precision = p.precision;
+    }
+    let layers = p
+        .layers
+        .into_iter()
+        .map(|mut l| {
+            l.forward *= unit;
+            l.backward *= unit;
+            l
+        })
+        .collect();
+    let name = opts.name.clone().unwrap_or(p.default_name);
+    let inst = Instance {
+        format: FORMAT.to_string(),
+        name: name.clone(),
+        source: format!(
+            "Imported by pipeplan from a {source} profile. {}",
+            notes.join(" ")
+        ),
+        model: Model {
+            name,
+            batch,
+            input: p.input,
+            layers,
+        },
+        cluster,
+        training,
+        extensions: Default::default(),
+    };
+    inst.validate()?;
+    Ok(inst)
+}
+
+/// Rejects negative or non-finite numbers read from a profile, naming the field.
+pub(crate) fn non_negative(
+    field: impl FnOnce() -> String,
+    what: &str,
+    v: f64,
+) -> Result<f64, InputError> {
+    if !v.is_finite() {
+        Err(InputError::field(
+            field(),
+            format!("{what} is not a finite number ({v})"),
+        ))
+    } else if v < 0.0 {
+        Err(InputError::field(field(), format!("negative {what} {v}")))
+    } else {
+        Ok(v)
+    }
+}
+
+/// "a -> b -> a" for cycle messages.
+pub(crate) fn cycle_text(names: &[&str]) -> String {
+    names.join(" -> ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn source_names_round_trip() {
+        for s in Source::ALL {
+            assert_eq!(s.name().parse::<Source>().unwrap(), s);
+            assert_eq!(s.to_string(), s.name());
+        }
+        let e = "galvatron".parse::<Source>().unwrap_err().to_string();
+        assert!(e.contains("unknown profile format \"galvatron\""), "{e}");
+    }
+
+    #[test]
+    fn names_from_paths() {
+        assert_eq!(
+            name_from_path(Path::new("profiles/resnet50/graph.txt")).as_deref(),
+            Some("resnet50")
+        );
+        assert_eq!(
+            name_from_path(Path::new("inputs/bert32a100.json")).as_deref(),
+            Some("bert32a100")
+        );
+    }
 }

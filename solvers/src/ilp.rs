@@ -1,0 +1,119 @@
+//! Running MILP models with HiGHS: models are written with good_lp's algebra and solved through
+//! the HiGHS model directly, so that the MIP dual bound and gap are reported, not only a status.
+
+use crate::algorithm::SolveError;
+use good_lp::solvers::highs::HighsProblem;
+use highs::{HighsModelStatus, HighsSolutionStatus};
+use std::time::{Duration, Instant};
+
+/// What HiGHS concluded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IlpStatus {
+    /// Proven optimal (within `mip_rel_gap` = 1e-9).
+    Optimal,
+    /// A feasible solution, stopped by a limit: `bound` and `gap` say how far it may be.
+    Feasible,
+}
+
+/// The outcome of a MILP solve.
+#[derive(Debug, Clone, PartialEq)]
+pub struct IlpOutcome {
+    /// Optimal or merely feasible.
+    pub status: IlpStatus,
+    /// Objective of the incumbent.
+    pub objective: f64,
+    /// Best proven bound.
+    pub bound: f64,
+    /// Relative gap |objective - bound| / |objective|.
+    pub gap: f64,
+    /// Value of every variable, in creation order.
+    pub values: Vec<f64>,
+    /// Wall time (ms).
+    pub wall_ms: f64,
+    /// Branch-and-bound nodes.
+    pub nodes: f64,
+}
+
+/// Solves a good_lp model built with the HiGHS backend.
+///
+/// HiGHS runs quietly, single-threaded and with a fixed seed (deterministic), with the time
+/// limit given. Infeasibility becomes [`SolveError::Infeasible`] with `what_if_infeasible`;
+/// a time limit with no incumbent becomes [`SolveError::TimeLimit`].
+pub fn solve(
+    problem: HighsProblem,
+    time_limit: Option<Duration>,
+    what_if_infeasible: &str,
+) -> Result<IlpOutcome, SolveError> {
+    let start = Instant::now();
+    let mut model = problem
+        .try_into_inner()
+        .map_err(|e| SolveError::Solver(format!("HiGHS could not build the model: {e}")))?;
+    model.make_quiet();
+    let set = |m: &mut highs::Model, k: &str, v: f64| -> Result<(), SolveError> {
+        m.try_set_option(k, v)
+            .map_err(|e| SolveError::Solver(format!("HiGHS option {k}: {e:?}")))
+    };
+    if let Some(t) = time_limit {
+        set(&mut model, "time_limit", t.as_secs_f64())?;
+    }
+    set(&mut model, "mip_rel_gap", 1e-9)?;
+    model
+        .try_set_option("threads", 1)
+        .map_err(|e| SolveError::Solver(format!("HiGHS option threads: {e:?}")))?;
+    model
+        .try_set_option("random_seed", 0)
+        .map_err(|e| SolveError::Solver(format!("HiGHS option random_seed: {e:?}")))?;
+    let solved = model
+        .try_solve()
+        .map_err(|e| SolveError::Solver(format!("HiGHS failed: {e:?}")))?;
+    let wall_ms = start.elapsed().as_secs_f64() * 1e3;
+    let has_solution = solved.primal_solution_status() == HighsSolutionStatus::Feasible;
+    let status = match solved.status() {
+        HighsModelStatus::Optimal => IlpStatus::Optimal,
+        HighsModelStatus::Infeasible | HighsModelStatus::UnboundedOrInfeasible => {
+            return Err(SolveError::Infeasible(what_if_infeasible.to_string()))
+        }
+        HighsModelStatus::ReachedTimeLimit
+        | HighsModelStatus::ReachedIterationLimit
+        | HighsModelStatus::ReachedSolutionLimit
+        | HighsModelStatus::ReachedInterrupt
+        | HighsModelStatus::ReachedMemoryLimit
+        | HighsModelStatus::ObjectiveBound
+        | HighsModelStatus::ObjectiveTarget => {
+            if !has_solution {
+                return Err(SolveError::TimeLimit(
+                    time_limit.map(|t| t.as_secs_f64()).unwrap_or(0.0),
+                ));
+            }
+            IlpStatus::Feasible
+        }
+        other => return Err(SolveError::Solver(format!("HiGHS status {other:?}"))),
+    };
+    if !has_solution {
+        return Err(SolveError::Solver(
+            "HiGHS reported no primal solution".into(),
+        ));
+    }
+    let objective = solved.objective_value();
+    let bound = solved
+        .double_info_value(c"mip_dual_bound")
+        .unwrap_or(f64::NAN);
+    let gap = if bound.is_finite() {
+        (objective - bound).abs() / objective.abs().max(1e-12)
+    } else {
+        solved.mip_gap()
+    };
+    let nodes = solved
+        .int_info_value(c"mip_node_count")
+        .map(|n| n as f64)
+        .unwrap_or(0.0);
+    Ok(IlpOutcome {
+        status,
+        objective,
+        bound,
+        gap,
+        values: solved.get_solution().columns().to_vec(),
+        wall_ms,
+        nodes,
+    })
+}
