@@ -5,6 +5,7 @@
 
 pub mod algorithm;
 pub mod baselines;
+pub mod harness;
 pub mod ilp;
 pub mod minmax;
 pub mod registry;
