@@ -1,0 +1,320 @@
+//! Command-line grammar (clap derive). Every command reads and writes the formats documented in
+//! `docs/`; `--json` and `--csv` switch the output from the human table to a machine format.
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use std::path::PathBuf;
+
+/// Memory-aware partitioning of DNN training across GPUs: research planners, exact references
+/// and one neutral evaluator over one instance format.
+///
+/// Exit codes: 0 success; 1 the solver found no feasible plan (or, for `compare`, no algorithm
+/// produced a plan); 2 bad input (unreadable or invalid file, bad option, unsupported algorithm).
+#[derive(Debug, Parser)]
+#[command(name = "pipeplan", version, propagate_version = true)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Solve one instance with one algorithm; print the plan, its claimed and evaluated metrics.
+    Solve(SolveArgs),
+    /// Run many algorithms on one or more instances and print them side by side.
+    Compare(CompareArgs),
+    /// Judge a plan file against an instance with the neutral evaluator.
+    Evaluate(EvaluateArgs),
+    /// Check instance files; print one line per file.
+    Validate(ValidateArgs),
+    /// Make an instance from a profile of another tool.
+    Import(ImportArgs),
+    /// Make an instance from an analytic model of a known network.
+    Generate(GenerateArgs),
+    /// List the algorithms with one-line descriptions.
+    Algorithms(OutputArgs),
+    /// Print the JSON Schema of the instance format (or of plans / solutions).
+    Schema(SchemaArgs),
+}
+
+/// Output format switches shared by the commands that print results.
+#[derive(Debug, Clone, Copy, Args)]
+pub struct OutputArgs {
+    /// Print JSON instead of a table.
+    #[arg(long, conflicts_with = "csv")]
+    pub json: bool,
+    /// Print CSV instead of a table.
+    #[arg(long)]
+    pub csv: bool,
+}
+
+/// Options every solve takes.
+#[derive(Debug, Clone, Args)]
+pub struct SolveFlags {
+    /// Time limit per solve for solvers that can stop early, in seconds (or with a unit: 500ms,
+    /// 2min); `none` for no limit.
+    #[arg(long, value_name = "SECONDS", default_value = "60", value_parser = crate::args::time_limit)]
+    pub time_limit: TimeLimit,
+    /// Seed of every random choice.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Number of pipeline stages, for algorithms that take it as given (default: one per GPU).
+    #[arg(long)]
+    pub stages: Option<usize>,
+    /// Algorithm-specific setting KEY=VALUE (repeatable); unknown keys are rejected.
+    #[arg(long = "set", value_name = "KEY=VALUE", value_parser = crate::args::key_value)]
+    pub set: Vec<(String, String)>,
+}
+
+/// A parsed `--time-limit`: `None` means no limit.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TimeLimit(pub Option<std::time::Duration>);
+
+/// `pipeplan solve`.
+#[derive(Debug, Args)]
+pub struct SolveArgs {
+    /// Instance file (JSON, format pipeplan/instance@1).
+    pub instance: PathBuf,
+    /// Algorithm name (see `pipeplan algorithms`).
+    #[arg(long, short)]
+    pub algo: String,
+    /// Also write the solution as JSON to this file.
+    #[arg(long, short)]
+    pub output: Option<PathBuf>,
+    #[command(flatten)]
+    pub flags: SolveFlags,
+    #[command(flatten)]
+    pub out: OutputArgs,
+}
+
+/// `pipeplan compare`.
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// Instance files.
+    #[arg(required = true)]
+    pub instances: Vec<PathBuf>,
+    /// Comma-separated algorithm names (default: every algorithm; those that do not support an
+    /// instance are listed with the reason).
+    #[arg(long, value_delimiter = ',')]
+    pub algos: Vec<String>,
+    /// Also write the full comparison (every solution) as JSON to this file.
+    #[arg(long, short)]
+    pub output: Option<PathBuf>,
+    #[command(flatten)]
+    pub flags: SolveFlags,
+    #[command(flatten)]
+    pub out: OutputArgs,
+}
+
+/// `pipeplan evaluate`.
+#[derive(Debug, Args)]
+pub struct EvaluateArgs {
+    /// Plan file: a plan (`{"stages": ..., "schedule": ...}`) or a solution printed by
+    /// `pipeplan solve --json` (its `plan` is used).
+    pub plan: PathBuf,
+    /// Instance file.
+    pub instance: PathBuf,
+    #[command(flatten)]
+    pub out: OutputArgs,
+}
+
+/// `pipeplan validate`.
+#[derive(Debug, Args)]
+pub struct ValidateArgs {
+    /// Instance files.
+    #[arg(required = true)]
+    pub files: Vec<PathBuf>,
+    #[command(flatten)]
+    pub out: OutputArgs,
+}
+
+/// The cluster given on the command line.
+#[derive(Debug, Clone, Args)]
+pub struct ClusterArgs {
+    /// Number of GPUs.
+    #[arg(long)]
+    pub gpus: Option<u32>,
+    /// Memory per GPU, e.g. 16GiB (a bare number is bytes).
+    #[arg(long)]
+    pub memory: Option<String>,
+    /// Bandwidth between GPUs of a node, e.g. 12GB/s (a bare number is bytes/s).
+    #[arg(long)]
+    pub bandwidth: Option<String>,
+    /// GPUs per node (default: all in one node).
+    #[arg(long)]
+    pub gpus_per_node: Option<u32>,
+    /// Bandwidth between nodes (default: --bandwidth).
+    #[arg(long)]
+    pub inter_node_bandwidth: Option<String>,
+    /// Host<->device bandwidth for swapping, e.g. 16GB/s.
+    #[arg(long)]
+    pub pcie: Option<String>,
+}
+
+/// Schedule family on the command line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ScheduleArg {
+    /// Asynchronous periodic pipeline (1F1B*).
+    Async,
+    /// Synchronous 1F1B with a flush per batch.
+    #[value(name = "1f1b")]
+    OneFOneB,
+    /// GPipe: all forwards, then all backwards.
+    Gpipe,
+}
+
+/// Profile formats on the command line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SourceArg {
+    /// PipeDream profiler graph.txt.
+    Pipedream,
+    /// Piper JSON.
+    Piper,
+    /// dnn-partitioning layer-graph JSON.
+    DnnPartitioning,
+}
+
+/// `pipeplan import`.
+#[derive(Debug, Args)]
+pub struct ImportArgs {
+    /// Profile format.
+    #[arg(long, value_enum)]
+    pub from: SourceArg,
+    /// Profile file.
+    pub file: PathBuf,
+    #[command(flatten)]
+    pub cluster: ClusterArgs,
+    /// Take GPUs, memory and bandwidth from the profile when it has them (Piper,
+    /// dnn-partitioning); cluster options then override single fields.
+    #[arg(long)]
+    pub cluster_from_profile: bool,
+    /// Instance name (default: derived from the file name).
+    #[arg(long)]
+    pub name: Option<String>,
+    /// Samples per micro-batch the profile was taken at (default: what the profile implies).
+    #[arg(long)]
+    pub batch: Option<u32>,
+    /// Length of the profile's time unit in ms (default: the format's own).
+    #[arg(long)]
+    pub time_unit_ms: Option<f64>,
+    /// Default schedule family written into the instance.
+    #[arg(long, value_enum)]
+    pub schedule: Option<ScheduleArg>,
+    /// Micro-batches per batch for synchronous schedules.
+    #[arg(long)]
+    pub micro_batches: Option<u32>,
+    /// Extra weight-sized optimizer copies (SGD 0, momentum 1, Adam 2).
+    #[arg(long)]
+    pub optimizer_state_factor: Option<f64>,
+    /// Write the instance here instead of standard output.
+    #[arg(long, short)]
+    pub output: Option<PathBuf>,
+}
+
+/// Precision on the command line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PrecisionArg {
+    /// 32-bit floats.
+    Fp32,
+    /// 16-bit floats.
+    Fp16,
+    /// bfloat16.
+    Bf16,
+    /// fp16 compute with fp32 master weights and optimizer states.
+    Mixed,
+}
+
+/// Optimizer on the command line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OptimizerArg {
+    /// SGD without momentum.
+    Sgd,
+    /// SGD with momentum.
+    Momentum,
+    /// Adam.
+    Adam,
+}
+
+/// Device on the command line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum DeviceArg {
+    /// NVIDIA V100.
+    V100,
+    /// NVIDIA A100.
+    A100,
+}
+
+/// `pipeplan generate`.
+#[derive(Debug, Args)]
+pub struct GenerateArgs {
+    /// Model name (see `--list`).
+    #[arg(required_unless_present = "list")]
+    pub model: Option<String>,
+    /// List the models and exit.
+    #[arg(long)]
+    pub list: bool,
+    #[command(flatten)]
+    pub cluster: ClusterArgs,
+    /// Samples per micro-batch (default: the model's).
+    #[arg(long)]
+    pub batch: Option<u32>,
+    /// Square image side in px, vision models (default: the model's).
+    #[arg(long)]
+    pub image_size: Option<u32>,
+    /// Sequence length in tokens, language models (default: the model's).
+    #[arg(long)]
+    pub seq_len: Option<u32>,
+    /// Precision (default: fp32 for CNNs, mixed for transformers).
+    #[arg(long, value_enum)]
+    pub precision: Option<PrecisionArg>,
+    /// Optimizer (default: SGD for CNNs, Adam for transformers).
+    #[arg(long, value_enum)]
+    pub optimizer: Option<OptimizerArg>,
+    /// Device whose peak rate turns FLOPs into time.
+    #[arg(long, value_enum, default_value = "v100")]
+    pub device: DeviceArg,
+    /// Peak rate in TFLOP/s, overriding the device's.
+    #[arg(long)]
+    pub tflops: Option<f64>,
+    /// Fraction of the peak rate achieved, in (0, 1].
+    #[arg(long)]
+    pub efficiency: Option<f64>,
+    /// Default schedule family (default: async for CNNs, 1f1b for transformers).
+    #[arg(long, value_enum)]
+    pub schedule: Option<ScheduleArg>,
+    /// Micro-batches per batch for synchronous schedules.
+    #[arg(long)]
+    pub micro_batches: Option<u32>,
+    /// Instance name.
+    #[arg(long)]
+    pub name: Option<String>,
+    /// Free text appended to the instance's `source`.
+    #[arg(long)]
+    pub note: Option<String>,
+    /// Write the instance here instead of standard output.
+    #[arg(long, short)]
+    pub output: Option<PathBuf>,
+}
+
+/// Which schema `pipeplan schema` prints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SchemaKind {
+    /// The instance format.
+    Instance,
+    /// A plan (input of `evaluate`).
+    Plan,
+    /// A solution (output of `solve --json`).
+    Solution,
+}
+
+/// `pipeplan schema`.
+#[derive(Debug, Args)]
+pub struct SchemaArgs {
+    /// Which schema.
+    #[arg(value_enum, default_value = "instance")]
+    pub kind: SchemaKind,
+    /// Write it here instead of standard output.
+    #[arg(long, short)]
+    pub output: Option<PathBuf>,
+}

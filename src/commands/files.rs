@@ -1,0 +1,215 @@
+//! `validate`, `import`, `generate` and `schema`: the commands that read or write instance files.
+
+use super::{write_or_print, Failure, Format};
+use crate::args::schedule;
+use crate::cli::{
+    DeviceArg, GenerateArgs, ImportArgs, OptimizerArg, PrecisionArg, SchemaArgs, SchemaKind,
+    SourceArg, ValidateArgs,
+};
+use crate::report;
+use crate::table::Table;
+use pipeplan_formulations::generate::{self, Device, GenerateOptions, Optimizer};
+use pipeplan_formulations::import::{import_file, ImportOptions, Source};
+use pipeplan_formulations::instance::{self, Bandwidth, Cluster, Precision};
+use pipeplan_formulations::units::fmt_bytes;
+use pipeplan_formulations::{Instance, Plan};
+use pipeplan_solvers::algorithm::Solution;
+
+/// `pipeplan validate`: every file is checked; the exit code is 2 if any is invalid.
+pub fn validate(a: ValidateArgs) -> Result<(), Failure> {
+    #[derive(serde::Serialize)]
+    struct Verdict {
+        file: String,
+        valid: bool,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        name: Option<String>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        layers: Option<usize>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        gpus: Option<u32>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+    }
+    let verdicts: Vec<Verdict> = a
+        .files
+        .iter()
+        .map(|p| match Instance::from_path(p) {
+            Ok(i) => Verdict {
+                file: p.display().to_string(),
+                valid: true,
+                name: Some(i.name.clone()),
+                layers: Some(i.num_layers()),
+                gpus: Some(i.cluster.gpus),
+                error: None,
+            },
+            Err(e) => Verdict {
+                file: p.display().to_string(),
+                valid: false,
+                name: None,
+                layers: None,
+                gpus: None,
+                error: Some(e.to_string()),
+            },
+        })
+        .collect();
+    let text = match a.out.format() {
+        Format::Json => report::json(&verdicts),
+        Format::Csv => {
+            let mut w = csv::Writer::from_writer(Vec::new());
+            for v in &verdicts {
+                w.serialize(v).expect("verdicts serialize");
+            }
+            String::from_utf8(w.into_inner().expect("in-memory writer")).expect("UTF-8")
+        }
+        Format::Table => verdicts
+            .iter()
+            .map(|v| match &v.error {
+                None => format!(
+                    "ok       {}: {} ({} layers, {} GPUs)\n",
+                    v.file,
+                    v.name.as_deref().unwrap_or(""),
+                    v.layers.unwrap_or(0),
+                    v.gpus.unwrap_or(0)
+                ),
+                Some(e) => format!("invalid  {e}\n"),
+            })
+            .collect(),
+    };
+    write_or_print(None, &text)?;
+    let bad = verdicts.iter().filter(|v| !v.valid).count();
+    if bad == 0 {
+        Ok(())
+    } else {
+        Err(Failure::input(format!(
+            "{bad} of {} files invalid",
+            verdicts.len()
+        )))
+    }
+}
+
+/// `pipeplan import`.
+pub fn import(a: ImportArgs) -> Result<(), Failure> {
+    let source = match a.from {
+        SourceArg::Pipedream => Source::PipeDream,
+        SourceArg::Piper => Source::Piper,
+        SourceArg::DnnPartitioning => Source::DnnPartitioning,
+    };
+    let cluster = if a.cluster_from_profile {
+        // Placeholder fields the profile replaces; any cluster flag given overrides the profile
+        // after the import.
+        Cluster {
+            gpus: 1,
+            gpus_per_node: None,
+            memory: 1.0,
+            bandwidth: Bandwidth {
+                intra_node: 1.0,
+                inter_node: None,
+            },
+            pcie: None,
+        }
+    } else {
+        a.cluster.cluster()?
+    };
+    let mut opts = ImportOptions::new(cluster);
+    opts.name = a.name.clone();
+    opts.batch = a.batch;
+    opts.time_unit_ms = a.time_unit_ms;
+    opts.cluster_from_profile = a.cluster_from_profile;
+    if let Some(s) = a.schedule {
+        opts.training.schedule = schedule(s);
+    }
+    opts.training.micro_batches = a.micro_batches;
+    if let Some(f) = a.optimizer_state_factor {
+        opts.training.optimizer_state_factor = f;
+    }
+    let mut inst = import_file(source, &a.file, &opts)?;
+    if a.cluster_from_profile {
+        a.cluster.override_fields(&mut inst.cluster)?;
+        inst.validate()?;
+    }
+    write_instance(&inst, a.output.as_deref())
+}
+
+fn write_instance(inst: &Instance, out: Option<&std::path::Path>) -> Result<(), Failure> {
+    write_or_print(out, &inst.to_json())?;
+    if let Some(p) = out {
+        eprintln!(
+            "wrote {}: {} layers, {} GPUs x {}",
+            p.display(),
+            inst.num_layers(),
+            inst.cluster.gpus,
+            fmt_bytes(inst.cluster.memory)
+        );
+    }
+    Ok(())
+}
+
+/// `pipeplan generate`.
+pub fn generate(a: GenerateArgs) -> Result<(), Failure> {
+    if a.list {
+        let mut t = Table::new(&["model", "input", "micro-batch", "description"], &[2]);
+        for m in generate::models() {
+            let input = match (m.default_image_size, m.default_seq_len) {
+                (Some(px), _) => format!("{px} px"),
+                (_, Some(s)) => format!("{s} tokens"),
+                _ => String::new(),
+            };
+            t.row(vec![
+                m.name.into(),
+                input,
+                m.default_batch.to_string(),
+                m.description.into(),
+            ]);
+        }
+        return write_or_print(None, &t.render());
+    }
+    let model = a.model.as_deref().unwrap_or_default();
+    let mut o = GenerateOptions::new(model, a.cluster.cluster()?);
+    if let Some(b) = a.batch {
+        o.batch = b;
+    }
+    o.image_size = a.image_size;
+    o.seq_len = a.seq_len;
+    o.precision = a.precision.map(|p| match p {
+        PrecisionArg::Fp32 => Precision::Fp32,
+        PrecisionArg::Fp16 => Precision::Fp16,
+        PrecisionArg::Bf16 => Precision::Bf16,
+        PrecisionArg::Mixed => Precision::Mixed,
+    });
+    o.optimizer = a.optimizer.map(|p| match p {
+        OptimizerArg::Sgd => Optimizer::Sgd,
+        OptimizerArg::Momentum => Optimizer::Momentum,
+        OptimizerArg::Adam => Optimizer::Adam,
+    });
+    o.device = match a.device {
+        DeviceArg::V100 => Device::V100,
+        DeviceArg::A100 => Device::A100,
+    };
+    o.device_tflops = a.tflops;
+    o.efficiency = a.efficiency;
+    o.schedule = a.schedule.map(schedule);
+    o.micro_batches = a.micro_batches;
+    o.name = a.name.clone();
+    o.note = a.note.clone();
+    let inst = generate::generate(&o)?;
+    write_instance(&inst, a.output.as_deref())
+}
+
+/// The JSON Schema of one of the formats.
+pub fn schema_json(kind: SchemaKind) -> String {
+    let value = match kind {
+        SchemaKind::Instance => instance::json_schema(),
+        SchemaKind::Plan => {
+            serde_json::to_value(schemars::schema_for!(Plan)).expect("schema serializes")
+        }
+        SchemaKind::Solution => {
+            serde_json::to_value(schemars::schema_for!(Solution)).expect("schema serializes")
+        }
+    };
+    report::json(&value)
+}
+
+/// `pipeplan schema`.
+pub fn schema(a: SchemaArgs) -> Result<(), Failure> {
+    write_or_print(a.output.as_deref(), &schema_json(a.kind))
+}

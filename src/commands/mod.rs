@@ -1,0 +1,133 @@
+//! One module per group of subcommands, and the error every command returns.
+
+mod files;
+mod solving;
+
+use crate::cli::{Command, OutputArgs};
+use pipeplan_formulations::InputError;
+use pipeplan_solvers::algorithm::SolveError;
+use std::path::Path;
+
+/// Exit code: the solver found no feasible plan.
+pub const NO_PLAN: u8 = 1;
+/// Exit code: bad input (file, option, unsupported algorithm).
+pub const BAD_INPUT: u8 = 2;
+
+/// A failed command: the message for standard error and the exit code.
+#[derive(Debug)]
+pub struct Failure {
+    /// Exit code ([`NO_PLAN`] or [`BAD_INPUT`]).
+    pub code: u8,
+    /// One line naming the file, field or binding constraint.
+    pub message: String,
+}
+
+impl Failure {
+    /// A bad-input failure.
+    pub fn input(message: impl Into<String>) -> Failure {
+        Failure {
+            code: BAD_INPUT,
+            message: message.into(),
+        }
+    }
+}
+
+impl From<InputError> for Failure {
+    fn from(e: InputError) -> Failure {
+        Failure::input(e.to_string())
+    }
+}
+
+impl From<SolveError> for Failure {
+    fn from(e: SolveError) -> Failure {
+        let code = match e {
+            SolveError::Input(_) | SolveError::Unsupported(_) => BAD_INPUT,
+            SolveError::Infeasible(_) | SolveError::TimeLimit(_) | SolveError::Solver(_) => NO_PLAN,
+        };
+        Failure {
+            code,
+            message: e.to_string(),
+        }
+    }
+}
+
+/// Runs a subcommand.
+pub fn run(cmd: Command) -> Result<(), Failure> {
+    match cmd {
+        Command::Solve(a) => solving::solve(a),
+        Command::Compare(a) => solving::compare(a),
+        Command::Evaluate(a) => solving::evaluate(a),
+        Command::Algorithms(o) => solving::algorithms(o),
+        Command::Validate(a) => files::validate(a),
+        Command::Import(a) => files::import(a),
+        Command::Generate(a) => files::generate(a),
+        Command::Schema(a) => files::schema(a),
+    }
+}
+
+/// Which output the user asked for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// Human table.
+    Table,
+    /// JSON.
+    Json,
+    /// CSV.
+    Csv,
+}
+
+impl OutputArgs {
+    /// The chosen format.
+    pub fn format(self) -> Format {
+        if self.json {
+            Format::Json
+        } else if self.csv {
+            Format::Csv
+        } else {
+            Format::Table
+        }
+    }
+}
+
+/// Writes `text` to `path`, or prints it when `path` is `None`.
+pub fn write_or_print(path: Option<&Path>, text: &str) -> Result<(), Failure> {
+    match path {
+        Some(p) => std::fs::write(p, ensure_newline(text))
+            .map_err(|e| Failure::input(format!("{}: cannot write: {e}", p.display()))),
+        None => {
+            print!("{}", ensure_newline(text));
+            Ok(())
+        }
+    }
+}
+
+fn ensure_newline(text: &str) -> String {
+    if text.ends_with('\n') {
+        text.to_string()
+    } else {
+        format!("{text}\n")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exit_codes_follow_the_documented_meaning() {
+        let code = |e: SolveError| Failure::from(e).code;
+        assert_eq!(code(SolveError::Infeasible("x".into())), NO_PLAN);
+        assert_eq!(code(SolveError::TimeLimit(1.0)), NO_PLAN);
+        assert_eq!(code(SolveError::Solver("x".into())), NO_PLAN);
+        assert_eq!(
+            code(SolveError::Input(InputError::field("f", "m"))),
+            BAD_INPUT
+        );
+        assert_eq!(
+            code(SolveError::Unsupported(
+                pipeplan_solvers::algorithm::Unsupported("x".into())
+            )),
+            BAD_INPUT
+        );
+    }
+}

@@ -1,0 +1,179 @@
+//! `solve`, `compare`, `evaluate` and `algorithms`.
+
+use super::{write_or_print, Failure, Format, NO_PLAN};
+use crate::cli::{CompareArgs, EvaluateArgs, OutputArgs, SolveArgs, SolveFlags};
+use crate::report::{self, Record};
+use crate::table::Table;
+use pipeplan_formulations::evaluate::evaluate as judge;
+use pipeplan_formulations::{InputError, Instance, Plan};
+use pipeplan_solvers::algorithm::{Algorithm, SolveOptions};
+use pipeplan_solvers::{harness, registry};
+use std::path::Path;
+
+fn options(f: &SolveFlags) -> SolveOptions {
+    SolveOptions {
+        time_limit: f.time_limit.0,
+        seed: f.seed,
+        stages: f.stages,
+        params: f.set.iter().cloned().collect(),
+    }
+}
+
+fn algorithm(name: &str) -> Result<Box<dyn Algorithm>, Failure> {
+    registry::by_name(name).ok_or_else(|| {
+        Failure::input(format!(
+            "--algo: unknown algorithm {name:?}; known: {}",
+            registry::names().join(", ")
+        ))
+    })
+}
+
+/// `pipeplan solve`.
+pub fn solve(a: SolveArgs) -> Result<(), Failure> {
+    let inst = Instance::from_path(&a.instance)?;
+    let algo = algorithm(&a.algo)?;
+    if let Err(u) = algo.supports(&inst) {
+        return Err(Failure::input(format!(
+            "{} does not support instance {}: {u}",
+            algo.name(),
+            inst.name
+        )));
+    }
+    let sol = harness::run(algo.as_ref(), &inst, &options(&a.flags))?;
+    if let Some(p) = &a.output {
+        write_or_print(Some(p), &report::json(&sol))?;
+    }
+    let text = match a.out.format() {
+        Format::Json => report::json(&sol),
+        Format::Csv => report::csv(&[Record::of_solution(&sol)]),
+        Format::Table => report::solution_text(&inst, &sol),
+    };
+    write_or_print(None, &text)
+}
+
+/// Reads every file, reporting all bad ones at once.
+fn read_instances(paths: &[std::path::PathBuf]) -> Result<Vec<Instance>, Failure> {
+    let mut ok = Vec::new();
+    let mut bad = Vec::new();
+    for p in paths {
+        match Instance::from_path(p) {
+            Ok(i) => ok.push(i),
+            Err(e) => bad.push(e.to_string()),
+        }
+    }
+    if bad.is_empty() {
+        Ok(ok)
+    } else {
+        Err(Failure::input(bad.join("\nerror: ")))
+    }
+}
+
+/// `pipeplan compare`.
+pub fn compare(a: CompareArgs) -> Result<(), Failure> {
+    let instances = read_instances(&a.instances)?;
+    let algos: Vec<Box<dyn Algorithm>> = if a.algos.is_empty() {
+        registry::all()
+    } else {
+        a.algos
+            .iter()
+            .map(|n| algorithm(n.trim()))
+            .collect::<Result<_, _>>()?
+    };
+    let rows = harness::compare(&algos, &instances, &options(&a.flags));
+    if let Some(p) = &a.output {
+        write_or_print(Some(p), &report::json(&rows))?;
+    }
+    let text = match a.out.format() {
+        Format::Json => report::json(&rows),
+        Format::Csv => report::csv(&rows.iter().map(Record::of_row).collect::<Vec<_>>()),
+        Format::Table => report::comparison_text(&instances, &rows),
+    };
+    write_or_print(None, &text)?;
+    if rows.iter().any(|r| r.solution().is_some()) {
+        Ok(())
+    } else {
+        Err(Failure {
+            code: NO_PLAN,
+            message: "no algorithm produced a plan".into(),
+        })
+    }
+}
+
+/// Reads a plan file, or the `plan` of a solution file.
+fn read_plan(path: &Path) -> Result<Plan, InputError> {
+    let text = std::fs::read_to_string(path).map_err(|e| InputError::Io {
+        path: path.display().to_string(),
+        message: e.to_string(),
+    })?;
+    let inner = serde_json::from_str::<serde_json::Value>(&text)
+        .ok()
+        .and_then(|v| match v {
+            serde_json::Value::Object(mut m) if !m.contains_key("stages") => m.remove("plan"),
+            _ => None,
+        });
+    let plan = match inner {
+        // A solution file: errors refer to its `plan` member.
+        Some(p) => Plan::from_json(&p.to_string()).map_err(|e| InputError::InFile {
+            file: format!("{} (member `plan`)", path.display()),
+            inner: Box::new(e),
+        }),
+        None => Plan::from_json(&text).map_err(|e| e.in_file(path)),
+    };
+    plan
+}
+
+/// `pipeplan evaluate`.
+pub fn evaluate(a: EvaluateArgs) -> Result<(), Failure> {
+    let inst = Instance::from_path(&a.instance)?;
+    let plan = read_plan(&a.plan)?;
+    let e = judge(&inst, &plan).map_err(|e| e.in_file(&a.plan))?;
+    let text = match a.out.format() {
+        Format::Json => report::json(&e),
+        Format::Csv => report::csv(&[Record::of_evaluation(&inst, &plan, &e)]),
+        Format::Table => report::evaluation_text(&inst, &plan, &e),
+    };
+    write_or_print(None, &text)
+}
+
+/// `pipeplan algorithms`.
+pub fn algorithms(o: OutputArgs) -> Result<(), Failure> {
+    #[derive(serde::Serialize)]
+    struct Entry {
+        name: &'static str,
+        family: String,
+        exact: bool,
+        description: &'static str,
+    }
+    let entries: Vec<Entry> = registry::all()
+        .iter()
+        .map(|a| Entry {
+            name: a.name(),
+            family: a.family().to_string(),
+            exact: a.exact(),
+            description: a.description(),
+        })
+        .collect();
+    let text = match o.format() {
+        Format::Json => report::json(&entries),
+        Format::Csv => {
+            let mut w = csv::Writer::from_writer(Vec::new());
+            for e in &entries {
+                w.serialize(e).expect("entries serialize");
+            }
+            String::from_utf8(w.into_inner().expect("in-memory writer")).expect("UTF-8")
+        }
+        Format::Table => {
+            let mut t = Table::new(&["algorithm", "family", "exact", "description"], &[]);
+            for e in &entries {
+                t.row(vec![
+                    e.name.into(),
+                    e.family.clone(),
+                    if e.exact { "yes" } else { "no" }.into(),
+                    e.description.into(),
+                ]);
+            }
+            t.render()
+        }
+    };
+    write_or_print(None, &text)
+}

@@ -1,0 +1,349 @@
+//! The `pipeplan` binary end to end: outputs, documented errors and exit codes.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn shipped(name: &str) -> PathBuf {
+    root().join("instances").join(name)
+}
+
+const SMALL: &str = "resnet50-1000px-b8-4gpu-8gib.json";
+const SYNC: &str = "gpt3-2.6b-s2048-b1-8gpu-40gib.json";
+
+fn pipeplan(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_pipeplan"))
+        .args(args)
+        .output()
+        .expect("the binary runs")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn p(path: &Path) -> &str {
+    path.to_str().expect("UTF-8 path")
+}
+
+/// A copy of a shipped instance with one edit, as a file.
+fn edited(dir: &Path, name: &str, edit: impl Fn(&mut serde_json::Value)) -> PathBuf {
+    let mut v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(shipped(SMALL)).unwrap()).unwrap();
+    edit(&mut v);
+    let path = dir.join(name);
+    std::fs::write(&path, v.to_string()).unwrap();
+    path
+}
+
+#[test]
+fn bad_files_give_the_documented_error_and_exit_code_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(shipped(SMALL)).unwrap();
+    let cases: Vec<(PathBuf, &str)> = vec![
+        (
+            edited(dir.path(), "version.json", |v| {
+                v["format"] = "pipeplan/instance@2".into()
+            }),
+            "format: unsupported version \"pipeplan/instance@2\"",
+        ),
+        (
+            edited(dir.path(), "gpus.json", |v| v["cluster"]["gpus"] = 0.into()),
+            "cluster.gpus: zero GPUs",
+        ),
+        (
+            edited(dir.path(), "negative.json", |v| {
+                v["model"]["layers"][3]["weights"] = (-5).into()
+            }),
+            "model.layers[3].weights: negative size",
+        ),
+        (
+            edited(dir.path(), "missing.json", |v| {
+                v["cluster"].as_object_mut().unwrap().remove("memory");
+            }),
+            "cluster: missing field `memory`",
+        ),
+        (
+            {
+                let path = dir.path().join("nan.json");
+                let bad = text.replacen("\"forward\": ", "\"forward\": NaN, \"x\": ", 1);
+                std::fs::write(&path, bad).unwrap();
+                path
+            },
+            "model.layers[0].forward:",
+        ),
+        (
+            {
+                let path = dir.path().join("truncated.json");
+                std::fs::write(&path, &text[..text.len() / 2]).unwrap();
+                path
+            },
+            "truncated JSON",
+        ),
+        (dir.path().join("absent.json"), "absent.json: "),
+    ];
+    for (path, expected) in &cases {
+        for args in [
+            vec!["validate", p(path)],
+            vec!["solve", p(path), "--algo", "balanced-time"],
+            vec!["compare", p(path)],
+            vec!["evaluate", p(path), p(path)],
+        ] {
+            let out = pipeplan(&args);
+            assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+            let all = stdout(&out) + &stderr(&out);
+            assert!(
+                all.contains(expected),
+                "{args:?}: expected {expected:?} in {all:?}"
+            );
+            assert!(!all.contains("panicked"), "{args:?} panicked: {all}");
+        }
+    }
+}
+
+#[test]
+fn bad_options_exit_2_naming_the_option() {
+    let inst = shipped(SMALL);
+    for (args, expected) in [
+        (
+            vec!["solve", p(&inst), "--algo", "nope"],
+            "--algo: unknown algorithm",
+        ),
+        (
+            vec!["solve", p(&inst), "--algo", "uniform", "--set", "k=v"],
+            "--set k",
+        ),
+        (
+            vec!["solve", p(&inst), "--algo", "uniform", "--stages", "9"],
+            "--stages: 9 stages need 9 GPUs",
+        ),
+        (vec!["compare", p(&inst), "--algos", "uniform,nope"], "nope"),
+        (
+            vec!["generate", "resnet50", "--gpus", "4", "--memory", "8GiB"],
+            "--bandwidth: required",
+        ),
+        (
+            vec![
+                "generate",
+                "alexnet",
+                "--gpus",
+                "4",
+                "--memory",
+                "8GiB",
+                "--bandwidth",
+                "12GB/s",
+            ],
+            "resnet50",
+        ),
+        (
+            vec!["solve", p(&inst), "--algo", "uniform", "--time-limit", "0"],
+            "time limit",
+        ),
+    ] {
+        let out = pipeplan(&args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+        assert!(
+            stderr(&out).contains(expected),
+            "{args:?}: expected {expected:?} in {}",
+            stderr(&out)
+        );
+    }
+}
+
+#[test]
+fn compare_table_labels_claimed_and_evaluated() {
+    let out = pipeplan(&["compare", p(&shipped(SMALL))]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = stdout(&out);
+    for name in pipeplan_solvers::registry::names() {
+        assert!(text.contains(name), "{name} missing from\n{text}");
+    }
+    for col in [
+        "objective (claimed)",
+        "period|iter claimed",
+        "period|iter evaluated",
+        "max mem evaluated",
+        "fits evaluated",
+        "solve time",
+        "gap vs exact",
+    ] {
+        assert!(text.contains(col), "column {col:?} missing");
+    }
+}
+
+#[test]
+fn compare_json_and_csv_carry_claimed_and_evaluated() {
+    let insts = [shipped(SMALL), shipped(SYNC)];
+    let out = pipeplan(&[
+        "compare",
+        p(&insts[0]),
+        p(&insts[1]),
+        "--algos",
+        "balanced-time,ilp-balanced-time,uniform",
+        "--json",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let rows: Vec<serde_json::Value> = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(rows.len(), 6);
+    for r in &rows {
+        assert_eq!(r["result"], "solved");
+        assert!(r["solution"]["claimed"]["objective"]["value"].is_f64());
+        assert!(r["solution"]["evaluated"]["throughput"].is_f64());
+        assert!(r["solution"]["stats"]["wall_ms"].is_f64());
+    }
+    // The ILP and the DP prove the same optimum; the uniform split is measured against it.
+    for chunk in rows.chunks(3) {
+        let v = |i: usize| chunk[i]["solution"]["claimed"]["objective"]["value"].as_f64();
+        let (dp, ilp) = (v(0).unwrap(), v(1).unwrap());
+        assert!((dp - ilp).abs() <= 1e-6 * dp, "{dp} vs {ilp}");
+        let gap = chunk[2]["gap_vs_exact"].as_f64().unwrap();
+        assert!((gap - (v(2).unwrap() - dp) / dp).abs() < 1e-9);
+    }
+
+    let out = pipeplan(&["compare", p(&insts[1]), "--csv"]);
+    assert_eq!(out.status.code(), Some(0));
+    let text = stdout(&out);
+    let header = text.lines().next().unwrap();
+    for col in [
+        "claimed_objective",
+        "claimed_iteration_ms",
+        "evaluated_iteration_ms",
+        "evaluated_max_memory",
+        "evaluated_fits",
+        "solve_ms",
+        "gap_vs_exact",
+    ] {
+        assert!(header.split(',').any(|c| c == col), "{col} not in {header}");
+    }
+    assert_eq!(
+        text.lines().count(),
+        1 + pipeplan_solvers::registry::names().len()
+    );
+}
+
+#[test]
+fn solve_json_round_trips_through_evaluate() {
+    let dir = tempfile::tempdir().unwrap();
+    let sol_path = dir.path().join("sol.json");
+    let inst = shipped(SYNC);
+    let out = pipeplan(&[
+        "solve",
+        p(&inst),
+        "--algo",
+        "balanced-memory",
+        "--json",
+        "-o",
+        p(&sol_path),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let sol: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let saved: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&sol_path).unwrap()).unwrap();
+    assert_eq!(sol["plan"], saved["plan"]);
+    for key in ["plan", "claimed", "evaluated", "stats"] {
+        assert!(sol.get(key).is_some(), "{key} missing");
+    }
+    // Evaluating the solution file (or its bare plan) gives the solution's evaluated figures.
+    let plan_path = dir.path().join("plan.json");
+    std::fs::write(&plan_path, sol["plan"].to_string()).unwrap();
+    for file in [&sol_path, &plan_path] {
+        let out = pipeplan(&["evaluate", p(file), p(&inst), "--json"]);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        let ev: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+        assert_eq!(ev, sol["evaluated"]);
+    }
+    // A plan that does not cover the chain is bad input.
+    std::fs::write(
+        &plan_path,
+        r#"{"stages": [{"first": 0, "last": 2, "gpus": [0]}], "schedule": {"kind": "1f1b"}}"#,
+    )
+    .unwrap();
+    let out = pipeplan(&["evaluate", p(&plan_path), p(&inst)]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("plan.json"), "{}", stderr(&out));
+}
+
+#[test]
+fn import_and_generate_write_valid_instances() {
+    let dir = tempfile::tempdir().unwrap();
+    let graph = root().join("formulations/tests/fixtures/import/pipedream/skip/graph.txt");
+    let out_path = dir.path().join("imported.json");
+    let out = pipeplan(&[
+        "import",
+        "--from",
+        "pipedream",
+        p(&graph),
+        "--gpus",
+        "2",
+        "--memory",
+        "16GiB",
+        "--bandwidth",
+        "12GB/s",
+        "-o",
+        p(&out_path),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let out = pipeplan(&["validate", p(&out_path)]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+
+    let out = pipeplan(&["import", "--from", "pipedream", p(&graph), "--gpus", "2"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("--memory: required"));
+
+    let gen_path = dir.path().join("gen.json");
+    let out = pipeplan(&[
+        "generate",
+        "bert-large",
+        "--gpus",
+        "4",
+        "--memory",
+        "16GiB",
+        "--bandwidth",
+        "150GB/s",
+        "-o",
+        p(&gen_path),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let out = pipeplan(&["solve", p(&gen_path), "--algo", "balanced-time"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+
+    let out = pipeplan(&["generate", "--list"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(stdout(&out).contains("gpt3-2.6b"));
+}
+
+#[test]
+fn shipped_schema_is_the_generated_one() {
+    let out = pipeplan(&["schema"]);
+    assert_eq!(out.status.code(), Some(0));
+    let shipped = std::fs::read_to_string(root().join("docs/instance.schema.json")).unwrap();
+    assert_eq!(
+        stdout(&out),
+        shipped,
+        "docs/instance.schema.json is stale: run `pipeplan schema -o docs/instance.schema.json`"
+    );
+    for kind in ["plan", "solution"] {
+        let out = pipeplan(&["schema", kind]);
+        assert_eq!(out.status.code(), Some(0));
+        serde_json::from_str::<serde_json::Value>(&stdout(&out)).unwrap();
+    }
+}
+
+#[test]
+fn validate_checks_every_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = edited(dir.path(), "bad.json", |v| v["cluster"]["gpus"] = 0.into());
+    let good = shipped(SMALL);
+    let out = pipeplan(&["validate", p(&good), p(&bad), "--json"]);
+    assert_eq!(out.status.code(), Some(2));
+    let v: Vec<serde_json::Value> = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(v[0]["valid"], true);
+    assert_eq!(v[1]["valid"], false);
+}
