@@ -60,7 +60,22 @@ impl InputError {
         }
     }
 
-    /// Attaches the file name.
+    /// Path of the field the error is about (`None` for I/O errors), looking inside files.
+    pub fn field_path(&self) -> Option<&str> {
+        match self {
+            InputError::Io { .. } => None,
+            InputError::Json { field, .. } | InputError::Field { field, .. } => Some(field),
+            InputError::InFile { inner, .. } => inner.field_path(),
+        }
+    }
+
+    /// Whether the error is about a plan (its fields are named `plan...`) rather than an
+    /// instance.
+    pub fn is_about_plan(&self) -> bool {
+        self.field_path().is_some_and(|f| f.starts_with("plan"))
+    }
+
+    /// Attaches a file name (unless the error already names one).
     pub fn in_file(self, path: &std::path::Path) -> Self {
         match self {
             e @ (InputError::Io { .. } | InputError::InFile { .. }) => e,
@@ -70,6 +85,18 @@ impl InputError {
             },
         }
     }
+}
+
+/// The token at a 1-based line and column when it is one of the non-finite spellings some tools
+/// write (`NaN`, `Infinity`, `inf`), which JSON does not have.
+fn non_json_number(text: &str, line: usize, column: usize) -> Option<&'static str> {
+    let row = text.lines().nth(line.checked_sub(1)?)?;
+    // serde_json's column points at or just after the first unexpected character.
+    let start = column.saturating_sub(2).min(row.len());
+    let rest = row.get(start..)?.trim_start_matches([' ', ':', '-', '+']);
+    ["NaN", "nan", "Infinity", "inf", "Inf"]
+        .into_iter()
+        .find(|w| rest.starts_with(w))
 }
 
 /// Parses JSON into `T`, reporting the path of the field that failed (`model.layers[3].forward`).
@@ -92,6 +119,11 @@ pub fn parse_json<T: DeserializeOwned>(text: &str, what: &str) -> Result<T, Inpu
         }
         if inner.is_eof() {
             message = format!("truncated JSON: {message}");
+        } else if let Some(word) = non_json_number(text, inner.line(), inner.column()) {
+            message = format!(
+                "{word} is not a JSON number; every quantity must be a finite number or a string \
+                 with a unit"
+            );
         }
         InputError::Json {
             field: if field == "." { String::new() } else { field },
@@ -100,4 +132,20 @@ pub fn parse_json<T: DeserializeOwned>(text: &str, what: &str) -> Result<T, Inpu
             column: inner.column(),
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn non_finite_numbers_are_named() {
+        for bad in ["NaN", "Infinity", "-Infinity", "inf"] {
+            let text = format!("{{\n  \"x\": {bad}\n}}");
+            let e = parse_json::<serde_json::Value>(&text, "instance").unwrap_err();
+            assert!(e.to_string().contains("is not a JSON number"), "{bad}: {e}");
+        }
+        let e = parse_json::<serde_json::Value>("{\"x\": tru}", "instance").unwrap_err();
+        assert!(!e.to_string().contains("JSON number"), "{e}");
+    }
 }

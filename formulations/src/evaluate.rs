@@ -65,10 +65,18 @@ pub struct Evaluation {
 /// Relative slack when comparing memory with the limit (rounding of byte sums).
 const MEM_TOL: f64 = 1e-9;
 
-/// Evaluates `plan` on `inst`. Fails only on a malformed plan (it does not cover the chain, names
-/// missing GPUs, or needs an explicit pattern it lacks); a plan that is well-formed but does not
-/// fit or has an invalid pattern is evaluated with `fits = false` and the reason in `notes`.
+/// Evaluates `plan` on `inst`.
+///
+/// Fails, naming the field, on input that cannot be judged: an instance that breaks a rule of the
+/// format (it is validated again here, so an instance built in code cannot smuggle in a zero
+/// bandwidth), a malformed plan (it does not cover the chain, names missing GPUs, or needs an
+/// explicit pattern it lacks), a plan whose every operation takes 0 ms (under an implied period,
+/// whose least value would be 0 ms, and under a synchronous schedule, whose iteration would take
+/// 0 ms: the throughput would be infinite), or figures that overflow `f64`. A plan that is
+/// well-formed but does not fit or has an invalid pattern is evaluated with `fits = false` and the
+/// reason in `notes`. Every number of a returned [`Evaluation`] is finite.
 pub fn evaluate(inst: &Instance, plan: &Plan) -> Result<Evaluation, InputError> {
+    inst.validate()?;
     plan.check(inst)?;
     let chain = inst.chain();
     let costs = stage_costs(inst, &chain, plan);
@@ -80,6 +88,10 @@ pub fn evaluate(inst: &Instance, plan: &Plan) -> Result<Evaluation, InputError> 
     let mut notes = Vec::new();
     let stage_time: Vec<f64> = costs.iter().map(|c| c.forward + c.backward).collect();
     let (resources, resource_of_stage) = pipeline_resources(&costs, &cuts, kind);
+    if let Some(r) = resources.iter().position(|r| !r.load().is_finite()) {
+        let what = format!("the load of {}", describe_resource(r, &resource_of_stage));
+        return Err(overflow(&what, resources[r].load()));
+    }
     let micro = inst.micro_batch() as f64;
 
     let (in_flight, activations, period, iteration, m, valid, busy_total, span) = match &plan
@@ -96,8 +108,10 @@ pub fn evaluate(inst: &Instance, plan: &Plan) -> Result<Evaluation, InputError> 
                              explicit pattern (1F1B* is defined for contiguous allocations)",
                         ));
                     }
-                    let least = resources.iter().map(Resource::load).fold(0.0, f64::max);
-                    let t = period.unwrap_or(least);
+                    let t = match period {
+                        Some(t) => *t,
+                        None => least_period(&resources, "plan.schedule.period")?,
+                    };
                     match one_f_one_b_star(&resources, t) {
                         Ok(star) => star_to_pattern(&star, &resource_of_stage),
                         Err(r) => {
@@ -159,6 +173,16 @@ pub fn evaluate(inst: &Instance, plan: &Plan) -> Result<Evaluation, InputError> 
                 let sumb: f64 = resources.iter().map(|r| r.backward).sum();
                 (mf - 1.0) * (maxf + maxb) + sumf + sumb + sync
             };
+            // Zero only when every operation takes 0 ms: no period to fall back on here.
+            if iteration <= 0.0 || iteration.is_nan() {
+                return Err(InputError::field(
+                    "model.layers",
+                    format!(
+                        "{ZERO_WORK}, so a synchronous iteration takes 0 ms and its throughput is \
+                         undefined; the evaluator needs at least one positive time"
+                    ),
+                ));
+            }
             let in_flight: Vec<u32> = (0..n)
                 .map(|s| {
                     if kind == ScheduleKind::OneFOneB {
@@ -217,18 +241,13 @@ pub fn evaluate(inst: &Instance, plan: &Plan) -> Result<Evaluation, InputError> 
             ));
         }
     }
+    // `span` (the period or the iteration) is positive here: a given period is checked by
+    // `Plan::check`, an implied one by `least_period`, an iteration above.
+    debug_assert!(span > 0.0, "span {span}");
     let samples = micro * m.unwrap_or(1) as f64;
-    let throughput = if span > 0.0 {
-        samples / span * 1e3
-    } else {
-        f64::INFINITY
-    };
-    let bubble = if span > 0.0 && gpus_used > 0 {
-        (1.0 - busy_total / (gpus_used as f64 * span)).max(0.0)
-    } else {
-        0.0
-    };
-    Ok(Evaluation {
+    let throughput = samples / span * 1e3;
+    let bubble = (1.0 - busy_total / (gpus_used.max(1) as f64 * span)).clamp(0.0, 1.0);
+    let ev = Evaluation {
         schedule: kind,
         fits,
         memory_limit: limit,
@@ -245,7 +264,71 @@ pub fn evaluate(inst: &Instance, plan: &Plan) -> Result<Evaluation, InputError> 
         gpus_used,
         valid_schedule: valid,
         notes,
-    })
+    };
+    check_finite(&ev)?;
+    Ok(ev)
+}
+
+/// Why a plan has no least period: the start of the error messages for plans whose every
+/// operation takes 0 ms.
+const ZERO_WORK: &str = "every operation of this plan takes 0 ms (every layer's forward and \
+                             backward time is 0 and nothing crosses a link or is all-reduced)";
+
+/// The least period the pipeline's resources allow (their largest load), which must be positive:
+/// a period is a positive time (DESIGN.md §3: starts lie in `[0, T)`), so a plan whose every
+/// operation takes 0 ms has no least period and needs one to be given. `field` names the period.
+fn least_period(resources: &[Resource], field: &str) -> Result<f64, InputError> {
+    let least = resources.iter().map(Resource::load).fold(0.0, f64::max);
+    if !least.is_finite() {
+        Err(overflow("the least period", least))
+    } else if least > 0.0 {
+        Ok(least)
+    } else {
+        Err(InputError::field(
+            field,
+            format!(
+                "{ZERO_WORK}, so its least period is 0 ms, but a period must be positive; give \
+                 one (e.g. \"period\": 1) to evaluate the plan's memory at it"
+            ),
+        ))
+    }
+}
+
+/// Refuses to hand out a non-finite figure (sums of huge but finite inputs can overflow).
+fn check_finite(ev: &Evaluation) -> Result<(), InputError> {
+    let scalars = [
+        ("max_memory", ev.max_memory),
+        ("throughput", ev.throughput),
+        ("bubble", ev.bubble),
+        ("period_ms", ev.period_ms.unwrap_or(0.0)),
+        ("iteration_ms", ev.iteration_ms.unwrap_or(0.0)),
+    ];
+    let vectors = [
+        ("peak_memory", &ev.peak_memory),
+        ("stage_time", &ev.stage_time),
+    ];
+    let bad = scalars
+        .into_iter()
+        .find(|(_, v)| !v.is_finite())
+        .or_else(|| {
+            vectors
+                .into_iter()
+                .find_map(|(name, v)| v.iter().find(|x| !x.is_finite()).map(|&x| (name, x)))
+        });
+    match bad {
+        None => Ok(()),
+        Some((name, v)) => Err(overflow(name, v)),
+    }
+}
+
+fn overflow(what: &str, v: f64) -> InputError {
+    InputError::field(
+        "model",
+        format!(
+            "the evaluation overflows: {what} = {v}; the instance's times or sizes are too large \
+             to add up in f64"
+        ),
+    )
 }
 
 /// The pipeline's resources in chain order: every stage, and after it the cut to the next stage
@@ -356,7 +439,8 @@ pub fn star_to_pattern(
 }
 
 /// The 1F1B* pattern of a contiguous async plan at period `t` (default: the least period).
-/// Fails when the plan shares GPUs or a resource's load exceeds `t`.
+/// Fails when the plan shares GPUs, `t` is not a positive time or is below a resource's load, or
+/// no `t` is given and every operation takes 0 ms (no least period).
 pub fn one_f_one_b_star_pattern(
     inst: &Instance,
     plan: &Plan,
@@ -377,8 +461,16 @@ pub fn one_f_one_b_star_pattern(
     let costs = stage_costs(inst, &chain, &p);
     let cuts = cut_costs(inst, &chain, &p);
     let (resources, resource_of_stage) = pipeline_resources(&costs, &cuts, ScheduleKind::Async);
-    let least = resources.iter().map(Resource::load).fold(0.0, f64::max);
-    let t = t.unwrap_or(least);
+    let t = match t {
+        Some(t) if !(t.is_finite() && t > 0.0) => {
+            return Err(InputError::field(
+                "period",
+                format!("must be a positive time, found {t}"),
+            ))
+        }
+        Some(t) => t,
+        None => least_period(&resources, "period")?,
+    };
     let star = one_f_one_b_star(&resources, t).map_err(|r| {
         InputError::field(
             "period",

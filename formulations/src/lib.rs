@@ -2,7 +2,8 @@
 //!
 //! *What* pipeplan optimizes: the common instance format ([`instance`]), plans and schedules
 //! ([`plan`]), the reference cost model ([`cost`]), the 1F1B* pattern ([`one_f_one_b_star`]), the
-//! periodic-schedule simulator ([`simulate`]) and the neutral evaluator ([`evaluate`]).
+//! periodic-schedule simulator ([`simulate`]) and the neutral evaluator ([`evaluate`](mod@evaluate);
+//! what it computes and from which formulas: `docs/evaluator.md`).
 //!
 //! ```
 //! use pipeplan_formulations::{instance::Instance, plan::{Plan, Schedule}, evaluate::evaluate};

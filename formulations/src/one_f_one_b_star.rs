@@ -91,9 +91,17 @@ fn wrap(x: f64, t: f64) -> (f64, i64) {
 
 /// Builds the 1F1B* pattern of `resources` (in chain order) at period `t`.
 ///
-/// Fails with the index of a resource whose load alone exceeds `t`.
+/// Fails with the index of a resource whose load alone exceeds `t`. A period must be a positive,
+/// finite time (starts lie in `[0, t)`): for any other `t`, including 0 when every load is 0, it
+/// fails with the index of the first resource of largest load (an empty chain has nothing to
+/// schedule and gets an empty pattern).
 pub fn one_f_one_b_star(resources: &[Resource], t: f64) -> Result<StarPattern, usize> {
     let loads: Vec<f64> = resources.iter().map(Resource::load).collect();
+    let positive = t.is_finite() && t > 0.0;
+    if !positive && !loads.is_empty() {
+        let worst = (0..loads.len()).fold(0, |w, r| if loads[r] > loads[w] { r } else { w });
+        return Err(worst);
+    }
     let group = groups(&loads, t)?;
     let n = resources.len();
     let mut f_abs = vec![0.0; n];
@@ -175,5 +183,31 @@ mod tests {
         assert_eq!(p.b_start, vec![1.0, 2.0]);
         assert_eq!(p.f_shift, vec![0, 0]);
         assert_eq!(p.b_shift, vec![1, 0]);
+    }
+
+    #[test]
+    fn non_positive_or_non_finite_period_is_refused() {
+        let zero = Resource {
+            forward: 0.0,
+            backward: 0.0,
+        };
+        let one = Resource {
+            forward: 0.5,
+            backward: 0.5,
+        };
+        // At T = 0 even all-zero loads are refused (wrapping starts into [0, 0) would divide by 0).
+        assert_eq!(one_f_one_b_star(&[zero, zero], 0.0), Err(0));
+        assert_eq!(one_f_one_b_star(&[zero, one, one], 0.0), Err(1));
+        for t in [-1.0, f64::NAN, f64::INFINITY, f64::NEG_INFINITY] {
+            assert_eq!(one_f_one_b_star(&[zero, one], t), Err(1), "T = {t}");
+        }
+        // Any positive period schedules zero loads: one group, starts and shifts 0.
+        let p = one_f_one_b_star(&[zero, zero], 1e-6).unwrap();
+        assert_eq!(p.group, vec![1, 1]);
+        assert_eq!(p.f_start, vec![0.0, 0.0]);
+        assert_eq!(p.b_start, vec![0.0, 0.0]);
+        assert_eq!(p.b_shift, vec![0, 0]);
+        // Nothing to schedule.
+        assert_eq!(one_f_one_b_star(&[], 0.0).unwrap().group, Vec::<u32>::new());
     }
 }

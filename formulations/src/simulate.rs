@@ -59,6 +59,9 @@ impl fmt::Display for OpId {
 /// Why a pattern is invalid.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum ScheduleViolation {
+    /// The period is not a positive, finite time.
+    #[error("the period {0} ms is not a positive, finite time")]
+    BadPeriod(f64),
     /// An operation the plan needs is absent.
     #[error("the pattern has no {0}")]
     Missing(OpId),
@@ -193,6 +196,9 @@ pub fn simulate(
 ) -> Result<SimReport, ScheduleViolation> {
     let needed = plan_operations(inst, plan);
     let t = pattern.period;
+    if !(t.is_finite() && t > 0.0) {
+        return Err(ScheduleViolation::BadPeriod(t));
+    }
     let tol = TOL * t.max(1.0);
     let mut timed: BTreeMap<OpId, TimedOp> = BTreeMap::new();
     for PatternOp {

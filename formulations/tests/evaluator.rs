@@ -1,10 +1,13 @@
 //! The neutral evaluator on hand-computed cases (DESIGN.md §3): synchronous 1F1B and GPipe
 //! iteration times and in-flight counts, asynchronous periods from 1F1B*, memory under dp / tp /
-//! sdp and checkpointing, throughput, bubble fraction, and malformed plans.
+//! sdp and checkpointing, throughput, bubble fraction, malformed plans, degenerate inputs (all
+//! times zero, overflow, unvalidated instances: never a NaN or an infinity in an evaluation), and
+//! the worked example of `docs/evaluator.md`.
 
-use pipeplan_formulations::evaluate::{evaluate, Evaluation};
+use pipeplan_formulations::evaluate::{evaluate, one_f_one_b_star_pattern, Evaluation};
 use pipeplan_formulations::instance::{Bandwidth, Cluster, Instance, Layer, Model, Training};
-use pipeplan_formulations::plan::{Plan, Schedule, Stage};
+use pipeplan_formulations::plan::{Pattern, Plan, Schedule, Stage};
+use pipeplan_formulations::simulate::{simulate, ScheduleViolation};
 use pipeplan_formulations::InputError;
 use std::collections::BTreeMap;
 
@@ -83,7 +86,28 @@ fn two_stage() -> Instance {
 }
 
 fn eval(inst: &Instance, ends: &[usize], schedule: Schedule) -> Evaluation {
-    evaluate(inst, &Plan::contiguous(ends, schedule)).expect("well-formed plan")
+    let ev = evaluate(inst, &Plan::contiguous(ends, schedule)).expect("well-formed plan");
+    assert_sound(&ev);
+    ev
+}
+
+/// Every figure finite (no NaN, no infinity), the bubble a fraction, and the JSON form reads back
+/// (serde_json writes a non-finite number as `null`, which does not read back as a number).
+#[track_caller]
+fn assert_sound(ev: &Evaluation) {
+    let mut all = vec![ev.memory_limit, ev.max_memory, ev.throughput, ev.bubble];
+    all.extend(ev.period_ms);
+    all.extend(ev.iteration_ms);
+    all.extend(&ev.peak_memory);
+    all.extend(&ev.stage_time);
+    assert!(all.iter().all(|x| x.is_finite()), "{ev:?}");
+    assert!((0.0..=1.0).contains(&ev.bubble), "{ev:?}");
+    assert!(ev.throughput > 0.0, "{ev:?}");
+    let json = serde_json::to_string(ev).unwrap();
+    assert!(!json.contains("null"), "{json}");
+    let back: Evaluation = serde_json::from_str(&json).unwrap();
+    assert_eq!(back.in_flight, ev.in_flight, "{json}");
+    assert!(close(back.throughput, ev.throughput), "{json}");
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -583,12 +607,241 @@ fn malformed_plans_name_the_field() {
 // ------------------------------------------------------------------------------------------------
 // Degenerate chains
 
+fn field_and_message(r: Result<Evaluation, InputError>) -> (String, String) {
+    match r {
+        Err(InputError::Field { field, message }) => (field, message),
+        other => panic!("expected a field error, got {other:?}"),
+    }
+}
+
+/// Every time 0 (a memory-only profile): two layers of 1 B weights on one GPU.
+fn all_zero_times() -> Instance {
+    instance(&[(0.0, 0.0, 1.0, 0.0, None); 2], 0.0, 1, 1e4)
+}
+
 #[test]
-#[ignore = "evaluate.rs: with every time zero the default async period is the largest load, 0 ms; \
-            1F1B* at T = 0 yields NaN starts and the plan is reported as an invalid schedule \
-            (fits = false) with infinite throughput instead of a clear error or verdict"]
 fn all_zero_times_async() {
-    let inst = instance(&[(0.0, 0.0, 1.0, 0.0, None); 2], 0.0, 1, 1e4);
+    // Such an instance is valid (times are only required to be non-negative, DESIGN.md §2), but a
+    // plan whose every operation takes 0 ms has no least period: a period is a positive time
+    // (§3, starts in [0, T)). The evaluator used to take T = 0, build 1F1B* with NaN starts and
+    // blame the schedule it had chosen itself (fits = false, infinite throughput).
+    let inst = all_zero_times();
+    let implied = Plan::contiguous(
+        &[1],
+        Schedule::Async {
+            period: None,
+            pattern: None,
+        },
+    );
+    let (field, message) = field_and_message(evaluate(&inst, &implied));
+    assert_eq!(field, "plan.schedule.period");
+    assert!(message.contains("takes 0 ms"), "{message}");
+    assert!(message.contains("period must be positive"), "{message}");
+    // The library's 1F1B* pattern builder says the same.
+    let err = one_f_one_b_star_pattern(&inst, &implied, None).unwrap_err();
+    assert!(
+        matches!(&err, InputError::Field { field, .. } if field == "period"),
+        "{err}"
+    );
+    // Given a period, the plan is judged normally. Its operations take no time, so the simulator
+    // (half-open lifetimes, from the start of F to the end of B) sees no micro-batch in flight:
+    // only the model states, 3 W, remain.
+    let ev = eval(
+        &inst,
+        &[1],
+        Schedule::Async {
+            period: Some(2.0),
+            pattern: None,
+        },
+    );
+    assert!(ev.fits && ev.notes.is_empty(), "{:?}", ev.notes);
+    assert_eq!(ev.valid_schedule, Some(true));
+    assert_eq!(ev.in_flight, vec![0]);
+    assert_all_close(&ev.peak_memory, &[6.0]);
+    assert_close(ev.throughput, 8.0 / 2.0 * 1e3);
+    assert_close(ev.bubble, 1.0);
+    // And so is the explicit 1F1B* pattern at that period.
+    let pattern = one_f_one_b_star_pattern(&inst, &implied, Some(2.0)).unwrap();
+    let explicit = Plan::contiguous(
+        &[1],
+        Schedule::Async {
+            period: None,
+            pattern: Some(pattern),
+        },
+    );
+    let ev2 = evaluate(&inst, &explicit).unwrap();
+    assert_sound(&ev2);
+    assert_eq!(ev2.valid_schedule, Some(true));
+    assert_eq!(ev2.peak_memory, ev.peak_memory);
+    // Non-positive periods are refused by the pattern builder too.
+    for t in [0.0, -1.0, f64::NAN, f64::INFINITY] {
+        let err = one_f_one_b_star_pattern(&inst, &implied, Some(t)).unwrap_err();
+        assert!(
+            matches!(&err, InputError::Field { field, .. } if field == "period"),
+            "T = {t}: {err}"
+        );
+    }
+}
+
+#[test]
+fn all_zero_times_synchronous() {
+    // A synchronous iteration of a plan with no work takes 0 ms: throughput undefined.
+    let inst = all_zero_times();
+    for schedule in [
+        Schedule::OneFOneB {
+            micro_batches: Some(4),
+        },
+        Schedule::Gpipe {
+            micro_batches: None,
+        },
+    ] {
+        let r = evaluate(&inst, &Plan::contiguous(&[1], schedule.clone()));
+        let (field, message) = field_and_message(r);
+        assert_eq!(field, "model.layers", "{schedule:?}");
+        assert!(message.contains("takes 0 ms"), "{message}");
+    }
+}
+
+#[test]
+fn zero_compute_with_communication_or_gradient_sync() {
+    // No compute, but 10 B cross the link at 10 kB/s: the link's load (1 + 1 ms) sets the period.
+    let inst = instance(&[(0.0, 0.0, 1.0, 10.0, None); 2], 0.0, 2, 1e4);
+    let ev = eval(
+        &inst,
+        &[0, 1],
+        Schedule::Async {
+            period: None,
+            pattern: None,
+        },
+    );
+    assert_close(ev.period_ms.unwrap(), 2.0);
+    assert_eq!(ev.valid_schedule, Some(true));
+    // Loads 0, 2, 0 at T = 2: one group. Stage 0 holds its micro-batch while the link works
+    // (2 ms); stage 1's F and B take no time, so it holds one for no time (half-open lifetimes).
+    assert_eq!(ev.in_flight, vec![1, 0]);
+    // The GPUs do nothing: all bubble.
+    assert_close(ev.bubble, 1.0);
+    let ev = eval(
+        &inst,
+        &[0, 1],
+        Schedule::OneFOneB {
+            micro_batches: Some(3),
+        },
+    );
+    // (m - 1) x 2 + 2.
+    assert_close(ev.iteration_ms.unwrap(), 6.0);
+    assert_close(ev.bubble, 1.0);
+    // No compute on two data-parallel replicas: the gradient all-reduce (2 (1/2) 1000 B at
+    // 1 MB/s = 1 ms) is the only work.
+    let inst = instance(&[(0.0, 0.0, 1000.0, 0.0, None)], 0.0, 2, 1e6);
+    let mut plan = single_stage(2, 1, false);
+    let ev = evaluate(&inst, &plan).unwrap();
+    assert_sound(&ev);
+    assert_close(ev.period_ms.unwrap(), 1.0);
+    plan.schedule = Schedule::Gpipe {
+        micro_batches: Some(2),
+    };
+    let ev = evaluate(&inst, &plan).unwrap();
+    assert_sound(&ev);
+    assert_close(ev.iteration_ms.unwrap(), 1.0);
+}
+
+#[test]
+fn single_layer_single_gpu() {
+    // F 2, B 3, W 100, input 7; one GPU, no link, no all-reduce.
+    let inst = instance(&[(2.0, 3.0, 100.0, 50.0, None)], 7.0, 1, 1e4);
+    let ev = eval(
+        &inst,
+        &[0],
+        Schedule::Async {
+            period: None,
+            pattern: None,
+        },
+    );
+    assert_close(ev.period_ms.unwrap(), 5.0);
+    assert_eq!(ev.in_flight, vec![1]);
+    // 3 W (two versions + gradient) + the input, no buffers.
+    assert_all_close(&ev.peak_memory, &[307.0]);
+    assert_close(ev.throughput, 8.0 / 5.0 * 1e3);
+    assert_close(ev.bubble, 0.0);
+    let ev = eval(
+        &inst,
+        &[0],
+        Schedule::OneFOneB {
+            micro_batches: Some(4),
+        },
+    );
+    assert_close(ev.iteration_ms.unwrap(), 3.0 * 5.0 + 5.0);
+    assert_eq!(ev.in_flight, vec![1]);
+    assert_all_close(&ev.peak_memory, &[207.0]);
+    assert_close(ev.bubble, 0.0);
+    let ev = eval(
+        &inst,
+        &[0],
+        Schedule::Gpipe {
+            micro_batches: Some(4),
+        },
+    );
+    assert_close(ev.iteration_ms.unwrap(), 3.0 * 2.0 + 2.0 + 3.0 * 3.0 + 3.0);
+    assert_eq!(ev.in_flight, vec![4]);
+    assert_all_close(&ev.peak_memory, &[200.0 + 4.0 * 7.0]);
+    assert_close(ev.throughput, 32.0 / 20.0 * 1e3);
+}
+
+#[test]
+fn smaller_micro_batch_scales_times_and_activations() {
+    // Profiled at batch 8, trained at micro-batch 2: times and activations x 1/4, weights not.
+    let mut inst = instance(&[(4.0, 8.0, 100.0, 40.0, None)], 40.0, 1, 1e4);
+    inst.training.micro_batch = Some(2);
+    let ev = eval(
+        &inst,
+        &[0],
+        Schedule::Async {
+            period: None,
+            pattern: None,
+        },
+    );
+    assert_close(ev.period_ms.unwrap(), 3.0);
+    assert_all_close(&ev.peak_memory, &[300.0 + 10.0]);
+    assert_close(ev.throughput, 2.0 / 3.0 * 1e3);
+}
+
+#[test]
+fn instances_built_in_code_are_validated() {
+    // A zero bandwidth would make transfers infinite (or 0 / 0 = NaN for empty cuts): the
+    // evaluator validates the instance first and names the field.
+    let mut inst = two_stage();
+    inst.cluster.bandwidth.intra_node = 0.0;
+    let plan = Plan::contiguous(
+        &[0, 1],
+        Schedule::Async {
+            period: None,
+            pattern: None,
+        },
+    );
+    assert_eq!(
+        field_and_message(evaluate(&inst, &plan)).0,
+        "cluster.bandwidth.intra_node"
+    );
+    // Zero samples per micro-batch, a NaN time.
+    let mut inst = two_stage();
+    inst.training.micro_batch = Some(0);
+    assert_eq!(
+        field_and_message(evaluate(&inst, &plan)).0,
+        "training.micro_batch"
+    );
+    let mut inst = two_stage();
+    inst.model.layers[1].backward = f64::NAN;
+    assert_eq!(
+        field_and_message(evaluate(&inst, &plan)).0,
+        "model.layers[1].backward"
+    );
+}
+
+#[test]
+fn overflowing_sums_are_an_error_not_infinity() {
+    // Each weight is finite, their model states (3 x 2e308) are not.
+    let inst = instance(&[(1.0, 1.0, 1e308, 1.0, None); 2], 1.0, 1, 1e4);
     let plan = Plan::contiguous(
         &[1],
         Schedule::Async {
@@ -596,11 +849,169 @@ fn all_zero_times_async() {
             pattern: None,
         },
     );
-    match evaluate(&inst, &plan) {
-        // Either a clear error naming the period...
-        Err(InputError::Field { field, .. }) => assert_eq!(field, "plan.schedule.period"),
-        // ...or a verdict that does not blame the schedule it chose itself.
-        Ok(ev) => assert_ne!(ev.valid_schedule, Some(false), "{:?}", ev.notes),
-        Err(e) => panic!("{e}"),
+    let (field, message) = field_and_message(evaluate(&inst, &plan));
+    assert_eq!(field, "model");
+    assert!(message.contains("overflows"), "{message}");
+    // Times too: a forward of 1e308 ms on each of two layers.
+    let inst = instance(&[(1e308, 1.0, 1.0, 1.0, None); 2], 1.0, 1, 1e4);
+    for schedule in [
+        plan.schedule.clone(),
+        Schedule::Async {
+            period: Some(5.0),
+            pattern: None,
+        },
+        Schedule::Gpipe {
+            micro_batches: None,
+        },
+    ] {
+        let plan = Plan {
+            schedule,
+            ..plan.clone()
+        };
+        let (field, message) = field_and_message(evaluate(&inst, &plan));
+        assert_eq!(field, "model", "{message}");
+        assert!(message.contains("load of stage 0"), "{message}");
     }
+}
+
+#[test]
+fn simulator_refuses_a_non_positive_period() {
+    let inst = two_stage();
+    let plan = Plan::contiguous(
+        &[0, 1],
+        Schedule::Async {
+            period: None,
+            pattern: None,
+        },
+    );
+    let good = one_f_one_b_star_pattern(&inst, &plan, None).unwrap();
+    assert!(simulate(&inst, &plan, &good).is_ok());
+    for t in [0.0, -5.0, f64::NAN, f64::INFINITY] {
+        let bad = Pattern {
+            period: t,
+            ..good.clone()
+        };
+        assert!(
+            matches!(
+                simulate(&inst, &plan, &bad),
+                Err(ScheduleViolation::BadPeriod(_))
+            ),
+            "T = {t}"
+        );
+    }
+    // Through the evaluator, a pattern's period is checked as a plan field.
+    let bad = Plan {
+        schedule: Schedule::Async {
+            period: None,
+            pattern: Some(Pattern {
+                period: 0.0,
+                ..good
+            }),
+        },
+        ..plan
+    };
+    assert_eq!(
+        field_and_message(evaluate(&inst, &bad)).0,
+        "plan.schedule.pattern.period"
+    );
+}
+
+// ------------------------------------------------------------------------------------------------
+// The worked example of docs/evaluator.md (keep the two in sync)
+
+const DOC_INSTANCE: &str = r#"{
+  "format": "pipeplan/instance@1",
+  "name": "doc-example",
+  "model": {
+    "batch": 8,
+    "input": "10 MB",
+    "layers": [
+      {"name": "l0", "forward": 2, "backward": 4, "weights": "100 MB", "output": "20 MB"},
+      {"name": "l1", "forward": 3, "backward": 6, "weights": "200 MB", "output": "10 MB",
+       "saved": "60 MB"},
+      {"name": "l2", "forward": 1, "backward": 2, "weights": "300 MB", "output": "10 MB"},
+      {"name": "l3", "forward": 2, "backward": 3, "weights": "50 MB", "output": "1 MB"}
+    ]
+  },
+  "cluster": {"gpus": 2, "memory": "1.4 GB", "bandwidth": {"intra_node": "10 GB/s"}},
+  "training": {"micro_batches": 4, "optimizer_state_factor": 1}
+}"#;
+
+fn doc_plan(schedule: &str, checkpoint: bool) -> Plan {
+    let ck = if checkpoint {
+        r#", "checkpoint": [1]"#
+    } else {
+        ""
+    };
+    Plan::from_json(&format!(
+        r#"{{"stages": [{{"first": 0, "last": 1, "gpus": [0]{ck}}},
+                        {{"first": 2, "last": 3, "gpus": [1]}}],
+            "schedule": {schedule}}}"#
+    ))
+    .unwrap()
+}
+
+#[test]
+fn worked_example_of_the_docs() {
+    let inst = Instance::from_json(DOC_INSTANCE).unwrap();
+    let run = |schedule: &str, ck: bool| {
+        let ev = evaluate(&inst, &doc_plan(schedule, ck)).unwrap();
+        assert_sound(&ev);
+        if std::env::var_os("PIPEPLAN_PRINT").is_some() {
+            println!(
+                "{schedule} ck={ck}\n{}",
+                serde_json::to_string_pretty(&ev).unwrap()
+            );
+        }
+        ev
+    };
+    let mb = 1e6;
+    // Async, implied 1F1B* at the least period: loads 15 (stage 0), 2 (link), 8 (stage 1).
+    let a = run(r#"{"kind": "async"}"#, false);
+    assert_close(a.period_ms.unwrap(), 15.0);
+    assert_eq!(a.in_flight, vec![2, 1]);
+    // 4 W (2 versions + gradient + momentum) + g x saved + 2 x cut.
+    assert_all_close(
+        &a.peak_memory,
+        &[
+            (1200.0 + 2.0 * 70.0 + 20.0) * mb,
+            (1400.0 + 20.0 + 20.0) * mb,
+        ],
+    );
+    assert!(!a.fits && a.notes.len() == 1, "{:?}", a.notes);
+    assert_close(a.throughput, 8.0 / 15.0 * 1e3);
+    assert_close(a.bubble, 1.0 - 23.0 / 30.0);
+    if std::env::var_os("PIPEPLAN_PRINT").is_some() {
+        let p = one_f_one_b_star_pattern(&inst, &doc_plan(r#"{"kind": "async"}"#, false), None);
+        println!("{}", serde_json::to_string_pretty(&p.unwrap()).unwrap());
+    }
+    // Async at T = 25: one group, one micro-batch each.
+    let a25 = run(r#"{"kind": "async", "period": 25}"#, false);
+    assert_eq!(a25.in_flight, vec![1, 1]);
+    assert_close(a25.peak_memory[0], (1200.0 + 70.0 + 20.0) * mb);
+    // Synchronous 1F1B, m = 4: (m - 1) x 15 + 25.
+    let s = run(r#"{"kind": "1f1b"}"#, false);
+    assert_close(s.iteration_ms.unwrap(), 70.0);
+    assert_eq!(s.in_flight, vec![2, 1]);
+    assert_all_close(
+        &s.peak_memory,
+        &[(900.0 + 140.0 + 20.0) * mb, (1050.0 + 20.0 + 20.0) * mb],
+    );
+    assert!(s.fits);
+    assert_close(s.throughput, 32.0 / 70.0 * 1e3);
+    assert_close(s.bubble, 1.0 - 92.0 / 140.0);
+    // GPipe, m = 4: forwards 3 x 5 + 9, backwards 3 x 10 + 16.
+    let g = run(r#"{"kind": "gpipe"}"#, false);
+    assert_close(g.iteration_ms.unwrap(), 70.0);
+    assert_eq!(g.in_flight, vec![4, 4]);
+    assert_all_close(
+        &g.peak_memory,
+        &[(900.0 + 280.0 + 20.0) * mb, (1050.0 + 80.0 + 20.0) * mb],
+    );
+    // 1F1B with l1 checkpointed: stage 0 keeps 10 + 20 MB per micro-batch, re-materializes
+    // 60 - 20 MB once, and its backward grows by l1's forward (3 ms).
+    let c = run(r#"{"kind": "1f1b"}"#, true);
+    assert_all_close(&c.stage_time, &[18.0, 8.0]);
+    assert_close(c.iteration_ms.unwrap(), 3.0 * 18.0 + 28.0);
+    assert_close(c.peak_memory[0], (900.0 + 2.0 * 30.0 + 40.0 + 20.0) * mb);
 }

@@ -14,7 +14,8 @@ use std::time::Instant;
 /// Solves `inst` with `algo`, times the solve and attaches the evaluator's verdict.
 ///
 /// A plan the evaluator rejects as malformed is a bug of the algorithm and is reported as
-/// [`SolveError::Solver`], never passed on.
+/// [`SolveError::Solver`], never passed on; an instance the evaluator cannot judge is
+/// [`SolveError::Input`].
 pub fn run(
     algo: &dyn Algorithm,
     inst: &Instance,
@@ -25,10 +26,15 @@ pub fn run(
     let mut sol = algo.solve(inst, opts)?;
     sol.stats.wall_ms = start.elapsed().as_secs_f64() * 1e3;
     let eval = evaluate(inst, &sol.plan).map_err(|e| {
-        SolveError::Solver(format!(
-            "{} produced a plan the evaluator rejects: {e}",
-            algo.name()
-        ))
+        if e.is_about_plan() {
+            SolveError::Solver(format!(
+                "{} produced a plan the evaluator rejects: {e}",
+                algo.name()
+            ))
+        } else {
+            // Something of the instance itself the evaluator cannot judge (e.g. no time at all).
+            SolveError::Input(e)
+        }
     })?;
     sol.evaluated = Some(eval);
     Ok(sol)

@@ -126,7 +126,14 @@ fn read_plan(path: &Path) -> Result<Plan, InputError> {
 pub fn evaluate(a: EvaluateArgs) -> Result<(), Failure> {
     let inst = Instance::from_path(&a.instance)?;
     let plan = read_plan(&a.plan)?;
-    let e = judge(&inst, &plan).map_err(|e| e.in_file(&a.plan))?;
+    let e = judge(&inst, &plan).map_err(|e| {
+        let file = if e.is_about_plan() {
+            &a.plan
+        } else {
+            &a.instance
+        };
+        e.in_file(file)
+    })?;
     let text = match a.out.format() {
         Format::Json => report::json(&e),
         Format::Csv => report::csv(&[Record::of_evaluation(&inst, &plan, &e)]),
