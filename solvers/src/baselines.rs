@@ -298,7 +298,7 @@ impl Algorithm for BalancedMemory {
 ///
 /// Binary `y[l][s]` = layer l lies in a stage <= s (s < P - 1). Prefixes: `y[l][s] >= y[l+1][s]`
 /// and `y[l][s] <= y[l][s+1]`; stage s holds `x[l][s] = y[l][s] - y[l][s-1]`, at least one layer,
-/// and its load sum_l u_l x[l][s] <= z; minimize z.
+/// and its load sum_l u_l `x[l][s]` <= z; minimize z.
 pub struct IlpBalancedTime;
 
 impl Algorithm for IlpBalancedTime {
