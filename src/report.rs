@@ -167,8 +167,8 @@ impl Record {
     }
 }
 
-/// CSV text of records, with a header.
-pub fn csv(records: &[Record]) -> String {
+/// CSV text of records (any flat serializable rows), with a header.
+pub fn csv<T: Serialize>(records: &[T]) -> String {
     let mut w = csv::Writer::from_writer(Vec::new());
     for r in records {
         w.serialize(r).expect("records serialize to CSV");

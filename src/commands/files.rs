@@ -54,13 +54,7 @@ pub fn validate(a: ValidateArgs) -> Result<(), Failure> {
         .collect();
     let text = match a.out.format() {
         Format::Json => report::json(&verdicts),
-        Format::Csv => {
-            let mut w = csv::Writer::from_writer(Vec::new());
-            for v in &verdicts {
-                w.serialize(v).expect("verdicts serialize");
-            }
-            String::from_utf8(w.into_inner().expect("in-memory writer")).expect("UTF-8")
-        }
+        Format::Csv => report::csv(&verdicts),
         Format::Table => verdicts
             .iter()
             .map(|v| match &v.error {

@@ -162,13 +162,7 @@ pub fn algorithms(o: OutputArgs) -> Result<(), Failure> {
         .collect();
     let text = match o.format() {
         Format::Json => report::json(&entries),
-        Format::Csv => {
-            let mut w = csv::Writer::from_writer(Vec::new());
-            for e in &entries {
-                w.serialize(e).expect("entries serialize");
-            }
-            String::from_utf8(w.into_inner().expect("in-memory writer")).expect("UTF-8")
-        }
+        Format::Csv => report::csv(&entries),
         Format::Table => {
             let mut t = Table::new(&["algorithm", "family", "exact", "description"], &[]);
             for e in &entries {
