@@ -36,6 +36,53 @@ pub enum Command {
     Algorithms(OutputArgs),
     /// Print the JSON Schema of the instance format (or of plans / solutions).
     Schema(SchemaArgs),
+    /// Re-run a published experiment on pipeplan's instances (see `reproduce --help`).
+    #[command(subcommand)]
+    Reproduce(Reproduce),
+}
+
+/// Published experiments `pipeplan reproduce` re-runs.
+#[derive(Debug, Subcommand)]
+pub enum Reproduce {
+    /// MadPipe paper, Fig. 7: period(pipedream) / period(madpipe) per memory size, geometric mean
+    /// over P and beta, on ResNet-50/101, Inception-v3 and DenseNet-121 at 1000 px, batch 8.
+    MadpipeFig7(ReproduceArgs),
+}
+
+/// The grid of `reproduce madpipe-fig7` (defaults: the paper's).
+#[derive(Debug, Args)]
+pub struct ReproduceArgs {
+    /// Networks (generator names).
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "resnet50,resnet101,inception-v3,densenet121"
+    )]
+    pub models: Vec<String>,
+    /// GPU counts P.
+    #[arg(long, value_delimiter = ',', default_value = "2,3,4,5,6,7,8")]
+    pub gpus: Vec<u32>,
+    /// Memory sizes per GPU, GiB.
+    #[arg(
+        long = "memory",
+        value_delimiter = ',',
+        default_value = "3,4,5,6,7,8,9,10,11,12,13,14,15,16"
+    )]
+    pub memory_gib: Vec<f64>,
+    /// Link bandwidths beta, GB/s.
+    #[arg(long = "bandwidth", value_delimiter = ',', default_value = "12,24")]
+    pub bandwidth_gbs: Vec<f64>,
+    /// The algorithm in the numerator.
+    #[arg(long, default_value = "pipedream")]
+    pub baseline: String,
+    /// The algorithm in the denominator.
+    #[arg(long, default_value = "madpipe")]
+    pub reference: String,
+    /// Time limit per solve.
+    #[arg(long, value_name = "SECONDS", default_value = "60", value_parser = crate::args::time_limit)]
+    pub time_limit: TimeLimit,
+    #[command(flatten)]
+    pub out: OutputArgs,
 }
 
 /// Output format switches shared by the commands that print results.

@@ -347,3 +347,38 @@ fn validate_checks_every_file() {
     assert_eq!(v[0]["valid"], true);
     assert_eq!(v[1]["valid"], false);
 }
+
+#[test]
+fn reproduce_runs_a_small_grid_with_any_two_algorithms() {
+    let out = pipeplan(&[
+        "reproduce",
+        "madpipe-fig7",
+        "--baseline",
+        "uniform",
+        "--reference",
+        "balanced-memory",
+        "--models",
+        "inception-v3",
+        "--gpus",
+        "2,4",
+        "--memory",
+        "32",
+        "--bandwidth",
+        "12",
+        "--json",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let points: Vec<serde_json::Value> = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(points.len(), 2);
+    for p in &points {
+        if let (Some(b), Some(r)) = (
+            p["baseline_period_ms"].as_f64(),
+            p["reference_period_ms"].as_f64(),
+        ) {
+            assert!((p["ratio"].as_f64().unwrap() - b / r).abs() < 1e-12);
+        }
+    }
+    let out = pipeplan(&["reproduce", "madpipe-fig7", "--baseline", "nope"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("\"nope\" is not available"));
+}

@@ -1,9 +1,10 @@
 //! One module per group of subcommands, and the error every command returns.
 
 mod files;
+mod reproduce;
 mod solving;
 
-use crate::cli::{Command, OutputArgs};
+use crate::cli::{Command, OutputArgs, Reproduce};
 use pipeplan_formulations::InputError;
 use pipeplan_solvers::algorithm::SolveError;
 use std::path::Path;
@@ -62,6 +63,7 @@ pub fn run(cmd: Command) -> Result<(), Failure> {
         Command::Import(a) => files::import(a),
         Command::Generate(a) => files::generate(a),
         Command::Schema(a) => files::schema(a),
+        Command::Reproduce(Reproduce::MadpipeFig7(a)) => reproduce::madpipe_fig7(a),
     }
 }
 
