@@ -1,7 +1,7 @@
 //! Every algorithm on every shipped instance, through the neutral evaluator.
 
 use pipeplan_formulations::Instance;
-use pipeplan_solvers::algorithm::SolveOptions;
+use pipeplan_solvers::algorithm::{Family, SolveOptions};
 use pipeplan_solvers::{harness, registry};
 use std::path::PathBuf;
 
@@ -28,9 +28,17 @@ fn every_algorithm_on_every_shipped_instance() {
     let rows = harness::compare(&algos, &instances, &opts);
     assert_eq!(rows.len(), instances.len() * algos.len());
     for row in &rows {
-        let sol = row
-            .solution()
-            .unwrap_or_else(|| panic!("{} on {}: {:?}", row.algorithm, row.instance, row.outcome));
+        let Some(sol) = row.solution() else {
+            // Only a memory-aware planner may find nothing, and then it must say why.
+            let algo = registry::by_name(&row.algorithm).unwrap();
+            match &row.outcome {
+                harness::Outcome::Failed { reason }
+                    if algo.family() != Family::Baseline
+                        && reason.starts_with("no feasible plan: ") => {}
+                other => panic!("{} on {}: {other:?}", row.algorithm, row.instance),
+            }
+            continue;
+        };
         let ev = sol.evaluated.as_ref().expect("the harness evaluates");
         assert_ne!(
             ev.valid_schedule,

@@ -37,5 +37,5 @@ pub use evaluate::{evaluate, Evaluation};
 pub use instance::{Chain, Instance};
 pub use plan::{Plan, Schedule, Stage};
 pub mod generate;
-pub mod madpipe;
 pub mod import;
+pub mod madpipe;

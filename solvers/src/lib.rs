@@ -7,6 +7,7 @@ pub mod algorithm;
 pub mod baselines;
 pub mod harness;
 pub mod ilp;
+pub mod madpipe;
 pub mod minmax;
 pub mod registry;
 

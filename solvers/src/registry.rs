@@ -2,6 +2,9 @@
 
 use crate::algorithm::Algorithm;
 use crate::baselines::{BalancedMemory, BalancedParams, BalancedTime, IlpBalancedTime, Uniform};
+use crate::madpipe::exact_contiguous::ExactContiguous;
+use crate::madpipe::pipedream::PipeDream;
+use crate::madpipe::Madpipe;
 
 /// Every algorithm, in the order `pipeplan algorithms` lists them.
 pub fn all() -> Vec<Box<dyn Algorithm>> {
@@ -11,6 +14,9 @@ pub fn all() -> Vec<Box<dyn Algorithm>> {
         Box::new(BalancedParams),
         Box::new(BalancedMemory),
         Box::new(IlpBalancedTime),
+        Box::new(PipeDream),
+        Box::new(Madpipe),
+        Box::new(ExactContiguous),
     ]
 }
 

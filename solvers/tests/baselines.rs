@@ -385,7 +385,7 @@ proptest! {
     ) {
         let o = SolveOptions { seed, ..opts(stages) };
         let p = stage_count(&inst, stages);
-        for algo in registry::all() {
+        for algo in baselines() {
             let name = algo.name();
             let sol = run(algo.as_ref(), &inst, &o).unwrap_or_else(|e| panic!("{name}: {e}"));
             let ev = sol.evaluated.as_ref().expect("the harness evaluates");
@@ -420,7 +420,7 @@ fn chain(times: &[f64], gpus: u32) -> Instance {
 #[test]
 fn one_gpu_gives_one_stage_of_everything() {
     let inst = chain(&[1.0, 2.0, 3.0, 4.0], 1);
-    for algo in registry::all() {
+    for algo in baselines() {
         let sol = run(algo.as_ref(), &inst, &SolveOptions::default())
             .unwrap_or_else(|e| panic!("{}: {e}", algo.name()));
         assert_eq!(plan_ends(&sol.plan, 4), vec![3], "{}", algo.name());
@@ -441,7 +441,7 @@ fn as_many_stages_as_layers_gives_one_layer_per_stage() {
     // 4 layers on 6 GPUs: the default stage count is capped at 4, and --stages 4 asks for it.
     let inst = chain(&[4.0, 1.0, 3.0, 2.0], 6);
     for stages in [None, Some(4)] {
-        for algo in registry::all() {
+        for algo in baselines() {
             let o = opts(stages);
             let sol =
                 run(algo.as_ref(), &inst, &o).unwrap_or_else(|e| panic!("{}: {e}", algo.name()));
@@ -460,7 +460,7 @@ fn as_many_stages_as_layers_gives_one_layer_per_stage() {
 fn stages_option_is_respected() {
     let inst = chain(&[1.0, 1.0, 1.0, 1.0, 1.0, 1.0], 4);
     for p in 1..=4 {
-        for algo in registry::all() {
+        for algo in baselines() {
             let sol = run(algo.as_ref(), &inst, &opts(Some(p)))
                 .unwrap_or_else(|e| panic!("{}: {e}", algo.name()));
             assert_eq!(sol.plan.stages.len(), p, "{} --stages {p}", algo.name());
@@ -481,7 +481,7 @@ fn stages_option_is_respected() {
 fn impossible_stage_counts_are_rejected_with_the_option_named() {
     let inst = chain(&[1.0, 1.0, 1.0], 4);
     for (p, says) in [(0, "at least 1"), (5, "the cluster has 4"), (4, "3 layers")] {
-        for algo in registry::all() {
+        for algo in baselines() {
             let err = run(algo.as_ref(), &inst, &opts(Some(p))).unwrap_err();
             let msg = err.to_string();
             assert!(
@@ -498,7 +498,7 @@ fn impossible_stage_counts_are_rejected_with_the_option_named() {
 #[test]
 fn unknown_setting_is_rejected_with_its_name() {
     let inst = chain(&[1.0, 2.0, 3.0], 2);
-    for algo in registry::all() {
+    for algo in baselines() {
         let mut o = SolveOptions::default();
         o.params.insert("no-such-key".into(), "1".into());
         let err = run(algo.as_ref(), &inst, &o).unwrap_err();
@@ -510,4 +510,13 @@ fn unknown_setting_is_rejected_with_its_name() {
         );
         assert!(msg.contains(algo.name()), "{}: {msg}", algo.name());
     }
+}
+
+/// The registered baselines (other families have other contracts: async plans, infeasibility,
+/// fewer stages).
+fn baselines() -> Vec<Box<dyn pipeplan_solvers::algorithm::Algorithm>> {
+    registry::all()
+        .into_iter()
+        .filter(|a| a.family() == pipeplan_solvers::algorithm::Family::Baseline)
+        .collect()
 }

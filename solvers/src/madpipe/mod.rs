@@ -1,0 +1,17 @@
+//! The MadPipe family (DESIGN.md §4, MadPipe paper): asynchronous pipelines under memory limits.
+//!
+//! - [`valid_period`]: the least period at which 1F1B* fits a contiguous partition in memory;
+//! - [`exact_contiguous`]: the optimum period over all contiguous partitions (exact reference);
+//! - [`pipedream`]: PipeDream's planner (straight and replicated), judged at its valid period;
+//! - [`dp`]: the MadPipe allocation DP with its T^ search (Algorithm 1);
+//! - [`schedule_ilp`]: the periodic-schedule ILP (HiGHS) for a given allocation;
+//! - [`Madpipe`]: the `madpipe` algorithm, DP + T^ search + schedule ILP.
+
+pub mod dp;
+pub mod exact_contiguous;
+pub mod pipedream;
+mod planner;
+pub mod schedule_ilp;
+pub mod valid_period;
+
+pub use planner::Madpipe;

@@ -1,0 +1,130 @@
+//! The `madpipe` algorithm: MadPipe-DP with Algorithm 1's T^ search ([`super::dp`]), then the
+//! periodic schedule of its allocation by the schedule ILP ([`super::schedule_ilp`]).
+//!
+//! The claim is the valid schedule's period (the paper's solid line); the DP's own estimate (the
+//! dashed line) is kept in the notes and in the counters `dp period ms` and `dp t_hat ms`.
+
+use super::dp::{madpipe_dp, DpOptions};
+use super::exact_contiguous::ASYNC_PERIOD;
+use super::schedule_ilp::{least_period, IlpOptions};
+use crate::algorithm::{
+    solution, Algorithm, Claimed, Family, Objective, Solution, SolveError, SolveOptions, Status,
+    Unsupported,
+};
+use pipeplan_formulations::units::fmt_ms;
+use pipeplan_formulations::Instance;
+use std::time::Instant;
+
+/// MadPipe (DP + T^ search + schedule ILP).
+pub struct Madpipe;
+
+/// Settings `madpipe` accepts besides the DP's grids (`grid_t`, `grid_m`, `grid_v`, `rounds`).
+const ILP_KEYS: [&str; 1] = ["period_tolerance"];
+
+impl Algorithm for Madpipe {
+    fn name(&self) -> &'static str {
+        "madpipe"
+    }
+
+    fn family(&self) -> Family {
+        Family::Madpipe
+    }
+
+    fn description(&self) -> &'static str {
+        "MadPipe: allocation DP with a special GPU + T^ search (Algorithm 1), then the least-period \
+         periodic schedule by ILP (HiGHS); --stages = GPUs used; --set grid_t/grid_m/grid_v/rounds/\
+         period_tolerance"
+    }
+
+    fn exact(&self) -> bool {
+        false
+    }
+
+    fn supports(&self, _inst: &Instance) -> Result<(), Unsupported> {
+        Ok(())
+    }
+
+    fn solve(&self, inst: &Instance, opts: &SolveOptions) -> Result<Solution, SolveError> {
+        let known: Vec<&str> = DpOptions::KEYS.iter().chain(&ILP_KEYS).copied().collect();
+        opts.check_params(self.name(), &known)?;
+        let dp_opts = DpOptions::from_params(&opts.params)?;
+        let mut ilp_opts = IlpOptions::default();
+        if let Some(t) = opts.params.get("period_tolerance") {
+            ilp_opts.period_tolerance = match t.trim().parse::<f64>() {
+                Ok(v) if v > 0.0 && v < 1.0 => v,
+                _ => {
+                    return Err(SolveError::Input(pipeplan_formulations::InputError::field(
+                        "--set period_tolerance",
+                        format!("must be a relative width in (0, 1); found \"{t}\""),
+                    )))
+                }
+            };
+        }
+        let gpus = opts.stage_count(inst)?;
+        let start = Instant::now();
+        let deadline = opts.time_limit.map(|d| start + d);
+        let dp = madpipe_dp(inst, gpus, &dp_opts, deadline)?;
+        // The ILP gets what the DP left of the time limit.
+        ilp_opts.time_limit = deadline.map(|d| d.saturating_duration_since(Instant::now()));
+        let ilp = least_period(inst, &dp.stages, &ilp_opts)?;
+
+        let mut stats = ilp.stats();
+        stats.status = if dp.timed_out || ilp.status == Status::Feasible {
+            Status::Feasible
+        } else {
+            Status::Heuristic
+        };
+        // The bound and gap of the ILP refer to this allocation only, not to the problem.
+        stats.bound = None;
+        stats.gap = None;
+        let c = &mut stats.counters;
+        c.insert("dp period ms".into(), dp.period);
+        c.insert("dp t_hat ms".into(), dp.t_hat);
+        c.insert("dp states".into(), dp.states as f64);
+        c.insert("dp rounds".into(), dp.rounds.len() as f64);
+        c.insert(
+            "special stages".into(),
+            dp.detail.iter().filter(|s| s.special).count() as f64,
+        );
+        let claimed = Claimed {
+            objective: Some(Objective {
+                name: ASYNC_PERIOD.into(),
+                value: ilp.period,
+                unit: "ms".into(),
+            }),
+            period_ms: Some(ilp.period),
+            peak_memory: Some(ilp.memory.clone()),
+            max_memory: Some(ilp.max_memory),
+            fits: Some(ilp.max_memory <= inst.cluster.memory),
+            ..Claimed::default()
+        };
+        let mut sol = solution(self, inst, ilp.plan.clone(), claimed, stats);
+        sol.notes.push(format!(
+            "DP period (dashed line) {} at T^ = {}; valid schedule period (solid line) {}",
+            fmt_ms(dp.period),
+            fmt_ms(dp.t_hat),
+            fmt_ms(ilp.period)
+        ));
+        if let Some((lo, hi)) = ilp.period_bracket {
+            sol.notes.push(format!(
+                "schedule ILP: every period below {} is infeasible for this allocation; {} is \
+                 feasible",
+                fmt_ms(lo),
+                fmt_ms(hi)
+            ));
+        }
+        if dp.timed_out {
+            sol.notes
+                .push("the time limit cut the T^ search short: best allocation so far".into());
+        }
+        if dp.extra_round {
+            sol.notes.push(
+                "no round of the T^ search fitted memory; the allocation comes from an extra \
+                 round at the largest useful T^"
+                    .into(),
+            );
+        }
+        sol.notes.extend(ilp.notes.iter().cloned());
+        Ok(sol)
+    }
+}
