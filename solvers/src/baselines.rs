@@ -393,7 +393,9 @@ impl Algorithm for IlpBalancedTime {
         });
         stats.bound = Some(out.bound);
         stats.gap = Some(out.gap);
-        stats.counters.insert("ilp nodes".into(), out.nodes);
+        if let Some(n) = out.nodes {
+            stats.counters.insert("ilp nodes".into(), n);
+        }
         stats
             .counters
             .insert("binaries".into(), (nl * (p - 1)) as f64);

@@ -30,8 +30,9 @@ pub struct IlpOutcome {
     pub values: Vec<f64>,
     /// Wall time (ms).
     pub wall_ms: f64,
-    /// Branch-and-bound nodes.
-    pub nodes: f64,
+    /// Branch-and-bound nodes, when HiGHS reports them (HiGHS 1.15 keeps the count as a 64-bit
+    /// value the `highs` crate cannot read: `None` then, rather than a made-up 0).
+    pub nodes: Option<f64>,
 }
 
 /// Solves a good_lp model built with the HiGHS backend.
@@ -43,6 +44,27 @@ pub fn solve(
     problem: HighsProblem,
     time_limit: Option<Duration>,
     what_if_infeasible: &str,
+) -> Result<IlpOutcome, SolveError> {
+    solve_tuned(problem, time_limit, what_if_infeasible, Tuning::Default)
+}
+
+/// HiGHS settings beyond those every solve uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tuning {
+    /// HiGHS's defaults.
+    Default,
+    /// Presolve off, no restart of the root and a MIP feasibility tolerance of 1e-9: with the
+    /// defaults HiGHS proved wrong optima on the schedule ILP's big-M models (see
+    /// [`crate::madpipe::schedule_ilp`]).
+    Strict,
+}
+
+/// [`solve`] with extra HiGHS settings.
+pub fn solve_tuned(
+    problem: HighsProblem,
+    time_limit: Option<Duration>,
+    what_if_infeasible: &str,
+    tuning: Tuning,
 ) -> Result<IlpOutcome, SolveError> {
     let start = Instant::now();
     let mut model = problem
@@ -57,6 +79,15 @@ pub fn solve(
         set(&mut model, "time_limit", t.as_secs_f64())?;
     }
     set(&mut model, "mip_rel_gap", 1e-9)?;
+    if tuning == Tuning::Strict {
+        set(&mut model, "mip_feasibility_tolerance", 1e-9)?;
+        model
+            .try_set_option("presolve", "off")
+            .map_err(|e| SolveError::Solver(format!("HiGHS option presolve: {e:?}")))?;
+        model
+            .try_set_option("mip_allow_restart", false)
+            .map_err(|e| SolveError::Solver(format!("HiGHS option mip_allow_restart: {e:?}")))?;
+    }
     model
         .try_set_option("threads", 1)
         .map_err(|e| SolveError::Solver(format!("HiGHS option threads: {e:?}")))?;
@@ -105,8 +136,8 @@ pub fn solve(
     };
     let nodes = solved
         .int_info_value(c"mip_node_count")
-        .map(|n| n as f64)
-        .unwrap_or(0.0);
+        .ok()
+        .map(|n| n as f64);
     Ok(IlpOutcome {
         status,
         objective,

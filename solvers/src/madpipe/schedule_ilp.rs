@@ -86,9 +86,9 @@
 //! and the reductions HiGHS makes within its tolerances (root restart, presolve, the root's
 //! cuts) cut off optimal patterns: with no restart and a MIP feasibility tolerance of 1e-9,
 //! 1 pair in 4478 stayed wrong; with presolve off as well, none of about 31,000 pairs (four
-//! seeds) was, and the solves stay fast (see `benches/schedule_ilp.rs`). `ilp::solve` takes no
-//! HiGHS settings, so this module runs HiGHS itself, the same way otherwise. Every solution is
-//! still checked (simulator); optimality rests on HiGHS.
+//! seeds) was, and the solves stay fast (see `benches/schedule_ilp.rs`). This module therefore
+//! solves with [`crate::ilp::Tuning::Strict`]. Every solution is still checked (simulator);
+//! optimality rests on HiGHS.
 //!
 //! # From the ILP to a checked pattern
 //!
@@ -110,7 +110,7 @@
 //! It stops when `hi - lo <= tolerance x hi` and returns the least-memory pattern at `hi`.
 
 use crate::algorithm::{SolveError, Stats, Status};
-use crate::ilp::IlpStatus;
+use crate::ilp::{self, IlpStatus, Tuning};
 use good_lp::{constraint, variable, Expression, ProblemVariables, SolverModel};
 use pipeplan_formulations::cost::stage_costs;
 use pipeplan_formulations::plan::{OpKind, Pattern, PatternOp, Plan, Schedule, Stage};
@@ -1067,82 +1067,19 @@ struct Milp {
     nodes: Option<f64>,
 }
 
-/// Solves a model like [`ilp::solve`] (quiet, one thread, seed 0, relative gap 1e-9, the time
-/// limit; same statuses and errors) with three more HiGHS settings this model needs: presolve
-/// off, no restart of the root, and a MIP feasibility tolerance of 1e-9 (see the module docs,
+/// Solves a model with [`ilp::solve_tuned`] and [`Tuning::Strict`] (see the module docs,
 /// "HiGHS settings").
 fn solve_milp(
     problem: good_lp::solvers::highs::HighsProblem,
     time_limit: Option<Duration>,
     what_if_infeasible: &str,
 ) -> Result<Milp, SolveError> {
-    use highs::{HighsModelStatus, HighsSolutionStatus};
-    let mut model = problem
-        .try_into_inner()
-        .map_err(|e| SolveError::Solver(format!("HiGHS could not build the model: {e}")))?;
-    model.make_quiet();
-    let opt_err = |k: &str, e| SolveError::Solver(format!("HiGHS option {k}: {e:?}"));
-    if let Some(t) = time_limit {
-        model
-            .try_set_option("time_limit", t.as_secs_f64())
-            .map_err(|e| opt_err("time_limit", e))?;
-    }
-    for (k, v) in [("mip_rel_gap", 1e-9), ("mip_feasibility_tolerance", 1e-9)] {
-        model.try_set_option(k, v).map_err(|e| opt_err(k, e))?;
-    }
-    model
-        .try_set_option("presolve", "off")
-        .map_err(|e| opt_err("presolve", e))?;
-    model
-        .try_set_option("mip_allow_restart", false)
-        .map_err(|e| opt_err("mip_allow_restart", e))?;
-    for (k, v) in [("threads", 1), ("random_seed", 0)] {
-        model.try_set_option(k, v).map_err(|e| opt_err(k, e))?;
-    }
-    let solved = model
-        .try_solve()
-        .map_err(|e| SolveError::Solver(format!("HiGHS failed: {e:?}")))?;
-    let has_solution = solved.primal_solution_status() == HighsSolutionStatus::Feasible;
-    let status = match solved.status() {
-        HighsModelStatus::Optimal => IlpStatus::Optimal,
-        HighsModelStatus::Infeasible | HighsModelStatus::UnboundedOrInfeasible => {
-            return Err(SolveError::Infeasible(what_if_infeasible.to_string()))
-        }
-        HighsModelStatus::ReachedTimeLimit
-        | HighsModelStatus::ReachedIterationLimit
-        | HighsModelStatus::ReachedSolutionLimit
-        | HighsModelStatus::ReachedInterrupt
-        | HighsModelStatus::ReachedMemoryLimit
-        | HighsModelStatus::ObjectiveBound
-        | HighsModelStatus::ObjectiveTarget => {
-            if !has_solution {
-                return Err(SolveError::TimeLimit(
-                    time_limit.map(|t| t.as_secs_f64()).unwrap_or(0.0),
-                ));
-            }
-            IlpStatus::Feasible
-        }
-        other => return Err(SolveError::Solver(format!("HiGHS status {other:?}"))),
-    };
-    if !has_solution {
-        return Err(SolveError::Solver(
-            "HiGHS reported no primal solution".into(),
-        ));
-    }
-    let bound = solved
-        .double_info_value(c"mip_dual_bound")
-        .unwrap_or(f64::NAN);
-    // HiGHS 1.15 keeps the node count as a 64-bit info value, which the `highs` crate cannot
-    // read: `None` then rather than a made-up 0.
-    let nodes = solved
-        .int_info_value(c"mip_node_count")
-        .ok()
-        .map(|n| n as f64);
+    let out = ilp::solve_tuned(problem, time_limit, what_if_infeasible, Tuning::Strict)?;
     Ok(Milp {
-        status,
-        bound,
-        values: solved.get_solution().columns().to_vec(),
-        nodes,
+        status: out.status,
+        bound: out.bound,
+        values: out.values,
+        nodes: out.nodes,
     })
 }
 
