@@ -114,15 +114,13 @@ pub fn compare(
         .par_iter()
         .map(|&(i, a)| {
             let (inst, algo) = (&instances[i], algos[a].as_ref());
-            let outcome = match algo.supports(inst) {
-                Err(u) => Outcome::Unsupported { reason: u.0 },
-                Ok(()) => match run(algo, inst, opts) {
-                    Ok(s) => Outcome::Solved {
-                        solution: Box::new(s),
-                    },
-                    Err(e) => Outcome::Failed {
-                        reason: e.to_string(),
-                    },
+            let outcome = match run(algo, inst, opts) {
+                Ok(s) => Outcome::Solved {
+                    solution: Box::new(s),
+                },
+                Err(SolveError::Unsupported(u)) => Outcome::Unsupported { reason: u.0 },
+                Err(e) => Outcome::Failed {
+                    reason: e.to_string(),
                 },
             };
             Row {
