@@ -5,7 +5,9 @@
 //!   partition at the plan's period (default: the least period the loads allow). Either way the
 //!   pattern runs through the [simulator](crate::simulate), which measures the activations.
 //! - 1f1b: iteration = (m-1) x max_r C_r + sum_r C_r + the slowest gradient all-reduce, with
-//!   stage s (0-based, of P) keeping min(P - s, m) micro-batches.
+//!   stage s (0-based, of P) keeping min(P - s, m) micro-batches. Neighbouring stages on the same
+//!   device group form one pipeline position (one resource, one s): a pipeline stage whose
+//!   layers use different strategies on the same GPUs.
 //! - gpipe: iteration = (m-1) x max F + sum F + (m-1) x max B + sum B + all-reduce, m in flight.
 //!
 //! Communications between stages count as resources of the pipeline, as in MadPipe.
@@ -152,16 +154,44 @@ pub fn evaluate(inst: &Instance, plan: &Plan) -> Result<Evaluation, InputError> 
             }
         }
         Schedule::OneFOneB { micro_batches } | Schedule::Gpipe { micro_batches } => {
-            if !contiguous {
+            let Some(position) = plan.positions() else {
                 return Err(InputError::field(
                     "plan.stages",
-                    "stages share GPUs: synchronous schedules are evaluated for contiguous \
-                     allocations only",
+                    "stages share GPUs: synchronous schedules need every GPU in one pipeline \
+                     position (stages may share a device group only when they are neighbours \
+                     with the same GPUs)",
                 ));
+            };
+            // One resource per position (its segments run back to back on the same GPUs) and
+            // one per crossing link, in chain order.
+            let npos = position.last().map_or(0, |&p| p + 1);
+            let mut sync_of = vec![0.0f64; npos];
+            for (s, c) in costs.iter().enumerate() {
+                sync_of[position[s]] += c.grad_sync;
             }
+            let mut seq: Vec<Resource> = Vec::with_capacity(2 * npos);
+            for s in 0..n {
+                if s > 0 && position[s] == position[s - 1] {
+                    let last = seq.last_mut().expect("a resource per position");
+                    last.forward += costs[s].forward;
+                    last.backward += costs[s].backward;
+                } else {
+                    seq.push(Resource {
+                        forward: costs[s].forward,
+                        backward: costs[s].backward,
+                    });
+                }
+                if s + 1 < n && cuts[s].crosses {
+                    seq.push(Resource {
+                        forward: cuts[s].transfer,
+                        backward: cuts[s].transfer,
+                    });
+                }
+            }
+            let resources = seq;
             let m = micro_batches.unwrap_or(inst.micro_batches());
             let mf = m as f64;
-            let sync = costs.iter().map(|c| c.grad_sync).fold(0.0, f64::max);
+            let sync = sync_of.iter().copied().fold(0.0, f64::max);
             let iteration = if kind == ScheduleKind::OneFOneB {
                 let max = resources.iter().map(Resource::load).fold(0.0, f64::max);
                 let sum: f64 = resources.iter().map(Resource::load).sum();
@@ -186,7 +216,7 @@ pub fn evaluate(inst: &Instance, plan: &Plan) -> Result<Evaluation, InputError> 
             let in_flight: Vec<u32> = (0..n)
                 .map(|s| {
                     if kind == ScheduleKind::OneFOneB {
-                        ((n - s) as u32).min(m)
+                        ((npos - position[s]) as u32).min(m)
                     } else {
                         m
                     }

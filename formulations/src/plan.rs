@@ -218,6 +218,29 @@ impl Plan {
         set.into_iter().collect()
     }
 
+    /// Pipeline position of every stage: consecutive stages on the same device group (e.g. one
+    /// Galvatron pipeline stage whose layers use different strategies on the same GPUs) form one
+    /// position. Returns `None` when a GPU belongs to two positions (stages sharing GPUs that are
+    /// not neighbours with identical groups), which synchronous schedules cannot express.
+    pub fn positions(&self) -> Option<Vec<usize>> {
+        let mut pos = Vec::with_capacity(self.stages.len());
+        let mut owner: std::collections::BTreeMap<u32, usize> = Default::default();
+        for (s, st) in self.stages.iter().enumerate() {
+            let p = match s {
+                0 => 0,
+                _ if crate::cost::same_group(&self.stages[s - 1], st) => pos[s - 1],
+                _ => pos[s - 1] + 1,
+            };
+            for &g in &st.gpus {
+                if *owner.entry(g).or_insert(p) != p {
+                    return None;
+                }
+            }
+            pos.push(p);
+        }
+        Some(pos)
+    }
+
     /// True when no two stages share a GPU.
     pub fn is_contiguous(&self) -> bool {
         let total: usize = self.stages.iter().map(|s| s.gpus.len()).sum();
