@@ -36,6 +36,10 @@ pub enum Command {
     Algorithms(OutputArgs),
     /// Print the JSON Schema of the instance format (or of plans / solutions).
     Schema(SchemaArgs),
+    /// Print the profiling runs (partitionings) a CAPTURE / mCAP / CAPSlog user must measure.
+    ProfilePlan(crate::commands::profile_plan::ProfilePlanArgs),
+    /// The largest batch size whose plan fits, for every algorithm (DawnPiper's metric).
+    MaxBatch(crate::commands::max_batch::MaxBatchArgs),
     /// Re-run a published experiment on pipeplan's instances (see `reproduce --help`).
     #[command(subcommand)]
     Reproduce(Reproduce),
@@ -220,6 +224,9 @@ pub enum SourceArg {
     Piper,
     /// dnn-partitioning layer-graph JSON.
     DnnPartitioning,
+    /// Galvatron profiles and hardware configs, located by a search-config file (`--config`,
+    /// `--data-root`).
+    Galvatron,
 }
 
 /// `pipeplan import`.
@@ -228,8 +235,10 @@ pub struct ImportArgs {
     /// Profile format.
     #[arg(long, value_enum)]
     pub from: SourceArg,
-    /// Profile file.
-    pub file: PathBuf,
+    /// Profile file (every format but `galvatron`, which takes `--config`).
+    pub file: Option<PathBuf>,
+    #[command(flatten)]
+    pub galvatron: crate::commands::galvatron_import::GalvatronImportArgs,
     #[command(flatten)]
     pub cluster: ClusterArgs,
     /// Take GPUs, memory and bandwidth from the profile when it has them (Piper,

@@ -21,9 +21,12 @@
 //! assert_eq!(ev.in_flight, vec![3, 1]);
 //! ```
 
+pub mod capture;
 pub mod cost;
+pub mod dawnpiper;
 pub mod error;
 pub mod evaluate;
+pub mod galvatron;
 pub mod instance;
 pub mod one_f_one_b_star;
 pub mod peers;

@@ -5,9 +5,13 @@
 
 pub mod algorithm;
 pub mod baselines;
+pub mod capture;
+pub mod dawnpiper;
+pub mod galvatron;
 pub mod harness;
 pub mod ilp;
 pub mod madpipe;
+pub mod max_batch;
 pub mod minmax;
 pub mod registry;
 

@@ -8,7 +8,7 @@ use crate::madpipe::Madpipe;
 
 /// Every algorithm, in the order `pipeplan algorithms` lists them.
 pub fn all() -> Vec<Box<dyn Algorithm>> {
-    vec![
+    let mut all: Vec<Box<dyn Algorithm>> = vec![
         Box::new(Uniform),
         Box::new(BalancedTime),
         Box::new(BalancedParams),
@@ -17,7 +17,11 @@ pub fn all() -> Vec<Box<dyn Algorithm>> {
         Box::new(PipeDream),
         Box::new(Madpipe),
         Box::new(ExactContiguous),
-    ]
+    ];
+    all.extend(crate::galvatron::algorithms());
+    all.extend(crate::capture::algorithms());
+    all.extend(crate::dawnpiper::algorithms());
+    all
 }
 
 /// The algorithm called `name`.

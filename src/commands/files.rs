@@ -87,6 +87,12 @@ pub fn import(a: ImportArgs) -> Result<(), Failure> {
         SourceArg::Pipedream => Source::PipeDream,
         SourceArg::Piper => Source::Piper,
         SourceArg::DnnPartitioning => Source::DnnPartitioning,
+        SourceArg::Galvatron => return super::galvatron_import::import(a),
+    };
+    let Some(file) = a.file.clone() else {
+        return Err(Failure::input(
+            "import: give the profile file (only --from galvatron takes --config instead)",
+        ));
     };
     let cluster = if a.cluster_from_profile {
         // Placeholder fields the profile replaces; any cluster flag given overrides the profile
@@ -116,7 +122,7 @@ pub fn import(a: ImportArgs) -> Result<(), Failure> {
     if let Some(f) = a.optimizer_state_factor {
         opts.training.optimizer_state_factor = f;
     }
-    let mut inst = import_file(source, &a.file, &opts)?;
+    let mut inst = import_file(source, &file, &opts)?;
     if a.cluster_from_profile {
         a.cluster.override_fields(&mut inst.cluster)?;
         inst.validate()?;

@@ -1,6 +1,9 @@
 //! One module per group of subcommands, and the error every command returns.
 
 mod files;
+pub mod galvatron_import;
+pub mod max_batch;
+pub mod profile_plan;
 mod reproduce;
 mod solving;
 
@@ -63,6 +66,8 @@ pub fn run(cmd: Command) -> Result<(), Failure> {
         Command::Import(a) => files::import(a),
         Command::Generate(a) => files::generate(a),
         Command::Schema(a) => files::schema(a),
+        Command::ProfilePlan(a) => profile_plan::run(a),
+        Command::MaxBatch(a) => max_batch::run(a),
         Command::Reproduce(Reproduce::MadpipeFig7(a)) => reproduce::madpipe_fig7(a),
     }
 }

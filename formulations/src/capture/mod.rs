@@ -1,0 +1,1 @@
+//! capture family: what is optimized (filled in by the family's issue).

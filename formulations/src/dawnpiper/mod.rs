@@ -1,0 +1,1 @@
+//! dawnpiper family: what is optimized (filled in by the family's issue).

@@ -1,0 +1,1 @@
+//! galvatron family: what is optimized (filled in by the family's issue).
