@@ -1,8 +1,133 @@
-//! Criterion benchmarks of the dawnpiper family (filled in by the family's issue).
+//! Criterion benchmarks of the DawnPiper family.
+//!
+//! - `dawnpiper/2000-node-graph/8-stages`: BiPar + MemOpt on a generated 2000-node chain
+//!   (BERT-like varied node times and sizes, memory tight enough that MemOpt runs on every
+//!   stage); target < 1 s (DESIGN.md §9).
+//! - `dawnpiper/operator-graph/8-stages`: the same on the largest dnn-partitioning operator graph
+//!   (`OperatorGraphs/*.json`) under `PIPEPLAN_PEERS`/dnn-partitioning, imported with its `graph`
+//!   extension; a SKIPPED notice when the peers folder is absent.
+//! - `max-batch/bert-large`: max-batch of dawnpiper (memopt on) on the shipped BERT-Large
+//!   instance (8 GPUs, 8 GiB).
 
 use criterion::{criterion_group, criterion_main, Criterion};
+use pipeplan_formulations::Instance;
+use pipeplan_solvers::algorithm::{Algorithm, SolveOptions};
+use pipeplan_solvers::dawnpiper::bipar::Dawnpiper;
+use pipeplan_solvers::max_batch::{max_batch, MaxBatchOptions};
+use pipeplan_solvers::registry;
+use std::time::Duration;
 
-fn placeholder(_c: &mut Criterion) {}
+fn graph(n: usize) -> Instance {
+    let layers: Vec<serde_json::Value> = (0..n)
+        .map(|i| {
+            let f = 0.05 + 0.3 * ((i * 37 % 101) as f64 / 101.0);
+            serde_json::json!({"name": format!("op{i}"), "forward": f, "backward": 2.0 * f,
+                "weights": if i % 4 == 0 { 4.0e6 } else { 0.0 },
+                "output": 2.0e6 + 3.0e7 * ((i * 53 % 97) as f64 / 97.0)})
+        })
+        .collect();
+    let doc = serde_json::json!({
+        "format": "pipeplan/instance@1", "name": "generated-2000",
+        "model": {"batch": 8, "input": 1e7, "layers": layers},
+        "cluster": {"gpus": 8, "memory": 6e9, "bandwidth": {"intra_node": 1.5e11}, "pcie": 1.2e10},
+        "training": {"schedule": "async", "optimizer_state_factor": 2}
+    });
+    Instance::from_json(&doc.to_string()).expect("valid generated graph")
+}
 
-criterion_group!(benches, placeholder);
+/// The largest peer operator graph, imported for 8 GPUs of 16 GiB (None with a notice).
+fn peer_operator_graph() -> Option<Instance> {
+    use pipeplan_formulations::import::{import_file, ImportOptions, Source};
+    use pipeplan_formulations::instance::{Bandwidth, Cluster};
+    let what = "dawnpiper/operator-graph/8-stages";
+    let dir = pipeplan_formulations::peers::subdir("dnn-partitioning", what)?;
+    let mut best: Option<(u64, std::path::PathBuf)> = None;
+    for sub in [
+        "throughput-inputs/OperatorGraphs",
+        "latency-inputs/OperatorGraphs",
+    ] {
+        for e in std::fs::read_dir(dir.join(sub))
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            let len = e.metadata().map_or(0, |m| m.len());
+            if e.path().extension().is_some_and(|x| x == "json")
+                && best.as_ref().is_none_or(|b| len > b.0)
+            {
+                best = Some((len, e.path()));
+            }
+        }
+    }
+    let Some((_, path)) = best else {
+        pipeplan_formulations::peers::skip_notice(what, "no OperatorGraphs/*.json");
+        return None;
+    };
+    let opts = ImportOptions::new(Cluster {
+        gpus: 8,
+        gpus_per_node: None,
+        memory: 16.0 * 1024f64.powi(3),
+        bandwidth: Bandwidth {
+            intra_node: 1.5e11,
+            inter_node: None,
+        },
+        pcie: Some(1.2e10),
+    });
+    match import_file(Source::DnnPartitioning, &path, &opts) {
+        Ok(inst) => {
+            eprintln!("{what}: {} ({} nodes)", path.display(), inst.num_layers());
+            Some(inst)
+        }
+        Err(e) => {
+            pipeplan_formulations::peers::skip_notice(what, &format!("{}: {e}", path.display()));
+            None
+        }
+    }
+}
+
+fn bench(c: &mut Criterion) {
+    let inst = graph(2000);
+    let opts = SolveOptions {
+        stages: Some(8),
+        ..SolveOptions::default()
+    };
+    let t = std::time::Instant::now();
+    let sol = Dawnpiper.solve(&inst, &opts).expect("fits");
+    eprintln!(
+        "dawnpiper 2000 nodes: first solve {:.3} s, {:?} {:?}",
+        t.elapsed().as_secs_f64(),
+        sol.claimed.objective,
+        sol.stats.counters
+    );
+    c.bench_function("dawnpiper/2000-node-graph/8-stages", |b| {
+        b.iter(|| Dawnpiper.solve(&inst, &opts).expect("fits"))
+    });
+    if let Some(inst) = peer_operator_graph() {
+        match Dawnpiper.solve(&inst, &opts) {
+            Ok(_) => {
+                c.bench_function("dawnpiper/operator-graph/8-stages", |b| {
+                    b.iter(|| Dawnpiper.solve(&inst, &opts))
+                });
+            }
+            Err(e) => eprintln!("SKIPPED dawnpiper/operator-graph/8-stages: {e}"),
+        }
+    }
+    let bert = Instance::from_path(
+        &std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("instances/bert-large-s512-b8-8gpu-8gib.json"),
+    )
+    .expect("shipped instance");
+    let algo = registry::by_name("dawnpiper").expect("registered");
+    let mo = MaxBatchOptions::default();
+    eprintln!("max-batch: {:?}", max_batch(algo.as_ref(), &bert, &mo));
+    c.bench_function("max-batch/bert-large/dawnpiper", |b| {
+        b.iter(|| max_batch(algo.as_ref(), &bert, &mo))
+    });
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default().sample_size(10).measurement_time(Duration::from_secs(5));
+    targets = bench
+}
 criterion_main!(benches);

@@ -222,7 +222,8 @@ pub enum SourceArg {
     Pipedream,
     /// Piper JSON.
     Piper,
-    /// dnn-partitioning layer-graph JSON.
+    /// dnn-partitioning layer- or operator-graph JSON (operator graphs also get DawnPiper's
+    /// `graph` extension).
     DnnPartitioning,
     /// Galvatron profiles and hardware configs, located by a search-config file (`--config`,
     /// `--data-root`).

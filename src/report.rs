@@ -18,7 +18,9 @@ claimed = the algorithm's own figure under its own model; evaluated = pipeplan's
 batch of a synchronous one (1f1b, gpipe). gap = (claimed objective - best proven optimum of the same
 objective by an exact algorithm) / that optimum; `reference` marks the algorithm that proved it.
 period gap (evaluated): evaluated period of an async plan that fits against the proven optimum over
-contiguous partitions (exact-contiguous); negative when a non-contiguous allocation beats it.";
+contiguous partitions (exact-contiguous); negative when a non-contiguous allocation beats it.
+evals|plans: objective evaluations of a Bayesian optimization (mcap-bo) or plans an enumeration
+compared (capture, mcap-bf). Per-GPU memory vectors (claimed and evaluated) are in --csv / --json.";
 
 /// One solve as one flat record (CSV output of `solve` and `compare`).
 #[derive(Debug, Default, Serialize)]
@@ -83,9 +85,30 @@ pub struct Record {
     pub exact_reference: Option<String>,
     /// Gap of the evaluated async period against the proven contiguous optimum.
     pub period_gap_vs_exact: Option<f64>,
+    /// Claimed peak memory of every GPU (bytes, space-separated, index = GPU id).
+    pub claimed_memory_vector: Option<String>,
+    /// Evaluated peak memory of every GPU (bytes, space-separated, index = GPU id).
+    pub evaluated_memory_vector: Option<String>,
+    /// Objective evaluations of a search that counts them (mcap-bo's Bayesian optimization).
+    pub evaluations: Option<f64>,
+    /// Plans a search compared (capture, mcap-bf enumerations).
+    pub plans_visited: Option<f64>,
     /// Why there is no solution.
     pub reason: Option<String>,
 }
+
+/// A memory vector as one CSV cell: bytes per GPU, space-separated.
+fn vector_cell(v: &[f64]) -> String {
+    v.iter()
+        .map(|x| format!("{x}"))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Name of the stats counter holding a search's objective evaluations (mcap-bo).
+pub const EVALUATIONS: &str = "evaluations";
+/// Name of the stats counter holding the plans an enumeration compared.
+pub const PLANS_VISITED: &str = "plans visited";
 
 fn status_name(s: Status) -> &'static str {
     match s {
@@ -116,6 +139,9 @@ impl Record {
             solve_ms: Some(sol.stats.wall_ms),
             bound: sol.stats.bound,
             gap: sol.stats.gap,
+            claimed_memory_vector: c.peak_memory.as_deref().map(vector_cell),
+            evaluations: sol.stats.counters.get(EVALUATIONS).copied(),
+            plans_visited: sol.stats.counters.get(PLANS_VISITED).copied(),
             ..Record::default()
         };
         if let Some(e) = &sol.evaluated {
@@ -169,6 +195,7 @@ impl Record {
         self.evaluated_valid_schedule = e.valid_schedule;
         self.evaluated_bubble = Some(e.bubble);
         self.gpus_used = Some(e.gpus_used);
+        self.evaluated_memory_vector = Some(vector_cell(&e.peak_memory));
     }
 }
 
@@ -376,6 +403,22 @@ pub fn solution_text(inst: &Instance, sol: &Solution) -> String {
     out.push_str(&plan_table(inst, &sol.plan, sol.evaluated.as_ref()));
     out.push('\n');
     out.push_str(&metrics_table(Some(sol), sol.evaluated.as_ref()));
+    if let Some(v) = &sol.claimed.peak_memory {
+        let used = sol.plan.gpus();
+        let cells = |v: &[f64]| {
+            used.iter()
+                .map(|&g| v.get(g as usize).map_or("-".into(), |&x| fmt_bytes(x)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        out.push_str(&format!("\nmemory per GPU (claimed):   {}\n", cells(v)));
+        if let Some(e) = &sol.evaluated {
+            out.push_str(&format!(
+                "memory per GPU (evaluated): {}\n",
+                cells(&e.peak_memory)
+            ));
+        }
+    }
     push_notes(&mut out, "algorithm notes", &sol.notes);
     if let Some(e) = &sol.evaluated {
         push_notes(&mut out, "evaluator notes", &e.notes);
@@ -425,8 +468,9 @@ pub fn comparison_text(instances: &[Instance], rows: &[Row]) -> String {
                 "solve time",
                 "gap vs exact",
                 "period gap (evaluated)",
+                "evals|plans",
             ],
-            &[2, 4, 5, 6, 7, 8, 9, 13, 14, 15],
+            &[2, 4, 5, 6, 7, 8, 9, 13, 14, 15, 16],
         );
         let mut reasons = Vec::new();
         for row in rows.iter().filter(|r| r.instance == inst.name) {
@@ -481,5 +525,12 @@ fn solution_cells(sol: &Solution, row: &Row) -> Vec<String> {
             _ => "-".into(),
         },
         opt(row.period_gap_vs_exact, |g| format!("{:+.2}%", 100.0 * g)),
+        opt(
+            sol.stats
+                .counters
+                .get(EVALUATIONS)
+                .or_else(|| sol.stats.counters.get(PLANS_VISITED)),
+            |n| format!("{n}"),
+        ),
     ]
 }

@@ -1,7 +1,18 @@
 //! The reference cost model of the neutral evaluator (DESIGN.md §3), per stage and per cut.
 //!
 //! All times are per micro-batch in ms, all sizes in bytes per GPU of the stage's device group.
+//!
+//! Swap and recompute actions (DawnPiper's MemOpt, `docs/evaluator.md` "Swap and recompute"):
+//! a swapped or recomputed layer's saved tensor leaves the stored activations of every in-flight
+//! micro-batch but one (the micro-batch in flight at the peak may still hold all of them:
+//! counted in `transient`); recomputation adds the node's recompute time to the backward and
+//! re-materializes one run of consecutive recomputed layers at a time; swapping stalls the stage
+//! by `max(sum_i max(0, 2 d_i - idle_i), D - C)`, with `d_i` the one-way transfer of tensor i
+//! over PCIe, `idle_i` a lower bound of the time between its forward and its backward in any
+//! schedule (the forward and backward of every later layer), `D = sum_i d_i` and `C` the stage's
+//! compute per micro-batch.
 
+use crate::error::InputError;
 use crate::instance::{Chain, Instance, ScheduleKind};
 use crate::plan::{Plan, Stage};
 
@@ -33,6 +44,67 @@ pub struct StageCost {
     pub transient: f64,
     /// Communication buffers: 2 x (cut bytes) on each side that has a cut to another device group.
     pub buffers: f64,
+    /// Recomputation of `recompute` layers per micro-batch (ms, included in `backward`).
+    pub recompute: f64,
+    /// Stall waiting for swapped tensors per micro-batch (ms, included in `backward`).
+    pub swap_stall: f64,
+}
+
+/// Per-layer inputs of the swap/recompute model, at the trained micro-batch: from the `graph`
+/// extension or derived from the chain ([`crate::dawnpiper::graph`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ActionModel {
+    /// Time to recompute each layer's saved tensor (ms).
+    pub recompute: Vec<f64>,
+    /// Bytes each layer allocates and frees while it runs.
+    pub workspace: Vec<f64>,
+    /// Host link bandwidth (bytes/s), if the cluster has one.
+    pub pcie: Option<f64>,
+}
+
+impl ActionModel {
+    /// The model of `inst` (fails on an invalid `graph` extension, naming the field).
+    pub fn of(inst: &Instance) -> Result<ActionModel, InputError> {
+        let g = crate::dawnpiper::graph::Graph::of(inst)?;
+        Ok(ActionModel {
+            recompute: g.nodes.iter().map(|n| n.recompute).collect(),
+            workspace: g.nodes.iter().map(|n| n.workspace).collect(),
+            pcie: inst.cluster.pcie,
+        })
+    }
+
+    /// Whether the model is needed at all for `plan`: some stage swaps or recomputes, or the
+    /// instance has a `graph` extension (whose workspaces count as transient memory).
+    pub fn needed(inst: &Instance, plan: &Plan) -> bool {
+        inst.extensions.contains_key(crate::dawnpiper::graph::KEY)
+            || plan.stages.iter().any(Stage::has_memory_actions)
+    }
+}
+
+/// Lower bound of every layer's idle time between its forward and its backward, in any
+/// schedule: the forward and backward times of every later layer, each divided by the width of
+/// its stage (`width[l]`; 1 for single-GPU stages). A communication only adds to it.
+pub fn idle_lower_bounds(chain: &Chain, width: &[f64]) -> Vec<f64> {
+    let n = chain.len();
+    let mut idle = vec![0.0; n];
+    let mut acc = 0.0;
+    for l in (0..n).rev() {
+        idle[l] = acc;
+        acc += (chain.forward[l] + chain.backward[l]) / width[l];
+    }
+    idle
+}
+
+/// Swap stall of a stage (ms per micro-batch): `max(sum_i max(0, 2 d_i - idle_i), D - C, 0)`
+/// with `d_i = bytes_i / pcie`, `D = sum d_i` and `C` the stage's compute per micro-batch.
+pub fn swap_stall(transfers: impl Iterator<Item = (f64, f64)>, compute: f64) -> f64 {
+    let mut exposed = 0.0;
+    let mut total = 0.0;
+    for (d, idle) in transfers {
+        exposed += (2.0 * d - idle).max(0.0);
+        total += d;
+    }
+    exposed.max(total - compute).max(0.0)
 }
 
 /// Costs of a cut between stage s and s+1 (zero when both stages run on the same device group).
@@ -65,15 +137,37 @@ pub fn weight_versions(inst: &Instance, kind: ScheduleKind) -> f64 {
 }
 
 /// Cost of every stage of a plan.
+///
+/// Swap and recompute actions and graph workspaces are costed with [`ActionModel::of`]; an
+/// invalid `graph` extension is reported by [`Plan::check`] and by the evaluator, and is
+/// treated here as absent (no workspace, recompute = forward).
 pub fn stage_costs(inst: &Instance, chain: &Chain, plan: &Plan) -> Vec<StageCost> {
     let kind = plan.schedule.kind();
     let n = plan.stages.len();
+    let extra = if ActionModel::needed(inst, plan) {
+        let model = ActionModel::of(inst).unwrap_or_else(|_| ActionModel {
+            recompute: chain.forward.clone(),
+            workspace: vec![0.0; chain.len()],
+            pcie: inst.cluster.pcie,
+        });
+        let mut width = vec![1.0; chain.len()];
+        for st in &plan.stages {
+            for w in width.iter_mut().take(st.last + 1).skip(st.first) {
+                *w = st.width();
+            }
+        }
+        let idle = idle_lower_bounds(chain, &width);
+        Some((model, idle))
+    } else {
+        None
+    };
     (0..n)
         .map(|s| {
             let st = &plan.stages[s];
             let cut_before = s > 0 && !same_group(&plan.stages[s - 1], st);
             let cut_after = s + 1 < n && !same_group(st, &plan.stages[s + 1]);
-            stage_cost(inst, chain, st, kind, cut_before, cut_after)
+            let extra = extra.as_ref().map(|(m, i)| (m, i.as_slice()));
+            stage_cost_with(inst, chain, st, kind, cut_before, cut_after, extra)
         })
         .collect()
 }
@@ -87,6 +181,33 @@ pub fn stage_cost(
     kind: ScheduleKind,
     cut_before: bool,
     cut_after: bool,
+) -> StageCost {
+    let extra = if st.has_memory_actions() {
+        let model = ActionModel::of(inst).unwrap_or_else(|_| ActionModel {
+            recompute: chain.forward.clone(),
+            workspace: vec![0.0; chain.len()],
+            pcie: inst.cluster.pcie,
+        });
+        let idle = idle_lower_bounds(chain, &vec![1.0; chain.len()]);
+        Some((model, idle))
+    } else {
+        None
+    };
+    let extra = extra.as_ref().map(|(m, i)| (m, i.as_slice()));
+    stage_cost_with(inst, chain, st, kind, cut_before, cut_after, extra)
+}
+
+/// Cost of one stage with the swap/recompute model: `extra` = the per-layer model and the idle
+/// lower bounds of [`idle_lower_bounds`] (`None`: no actions, no workspace). [`stage_cost`] uses
+/// the model only when the stage has actions, with idle times for single-GPU stages.
+pub fn stage_cost_with(
+    inst: &Instance,
+    chain: &Chain,
+    st: &Stage,
+    kind: ScheduleKind,
+    cut_before: bool,
+    cut_after: bool,
+    extra: Option<(&ActionModel, &[f64])>,
 ) -> StageCost {
     let (k, l) = (st.first, st.last + 1);
     let w = st.width();
@@ -128,14 +249,52 @@ pub fn stage_cost(
     if cut_after {
         buffers += 2.0 * chain.cut[l - 1];
     }
+    // Swap and recompute: removed from the stored activations of all but one micro-batch.
+    let mut recompute = 0.0;
+    let mut swap_stall_ms = 0.0;
+    let mut extra_transient = 0.0;
+    if let Some((model, idle)) = extra {
+        let mut swapped = 0.0;
+        for &i in &st.swap {
+            swapped += chain.saved[i];
+        }
+        let mut rec_bytes = 0.0;
+        let mut run: f64 = 0.0;
+        let mut longest_run: f64 = 0.0;
+        for i in k..l {
+            if st.recompute.contains(&i) {
+                recompute += model.recompute[i];
+                rec_bytes += chain.saved[i];
+                run += chain.saved[i];
+                longest_run = longest_run.max(run);
+            } else {
+                run = 0.0;
+            }
+        }
+        stored -= swapped + rec_bytes;
+        transient = transient.max(longest_run);
+        let workspace = model.workspace[k..l].iter().copied().fold(0.0, f64::max);
+        extra_transient = swapped + workspace;
+        if let (Some(pcie), false) = (model.pcie, st.swap.is_empty()) {
+            let compute = (fwd + bwd + recompute) / w + 2.0 * tp_comm;
+            swap_stall_ms = swap_stall(
+                st.swap
+                    .iter()
+                    .map(|&i| (chain.saved[i] / w / pcie * 1e3, idle[i])),
+                compute,
+            );
+        }
+    }
     StageCost {
         forward: fwd / w + tp_comm,
-        backward: bwd / w + tp_comm,
+        backward: bwd / w + tp_comm + recompute / w + swap_stall_ms,
         grad_sync,
         states,
-        act_per_mb: stored / w,
-        transient: transient.max(0.0) / w,
+        act_per_mb: stored.max(0.0) / w,
+        transient: (transient.max(0.0) + extra_transient) / w,
         buffers: buffers / st.dp as f64,
+        recompute: recompute / w,
+        swap_stall: swap_stall_ms,
     }
 }
 

@@ -80,6 +80,10 @@ const MEM_TOL: f64 = 1e-9;
 pub fn evaluate(inst: &Instance, plan: &Plan) -> Result<Evaluation, InputError> {
     inst.validate()?;
     plan.check(inst)?;
+    if crate::cost::ActionModel::needed(inst, plan) {
+        // Swap/recompute costs and workspaces come from the `graph` extension: reject a bad one.
+        crate::cost::ActionModel::of(inst)?;
+    }
     let chain = inst.chain();
     let costs = stage_costs(inst, &chain, plan);
     let cuts = cut_costs(inst, &chain, plan);

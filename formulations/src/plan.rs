@@ -41,6 +41,14 @@ pub struct Stage {
     /// kept and the rest is recomputed during the backward.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub checkpoint: Vec<usize>,
+    /// Layers (global 0-based indices) whose saved tensor is swapped to host memory after the
+    /// forward and back before the backward (needs `cluster.pcie`; DawnPiper's MemOpt).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub swap: Vec<usize>,
+    /// Layers (global 0-based indices) whose saved tensor is dropped after the forward and
+    /// recomputed before the backward at the cost of the node's `recompute` time.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub recompute: Vec<usize>,
 }
 
 fn one() -> u32 {
@@ -61,7 +69,14 @@ impl Stage {
             tp: 1,
             sdp: false,
             checkpoint: Vec::new(),
+            swap: Vec::new(),
+            recompute: Vec::new(),
         }
+    }
+
+    /// True when the stage swaps or recomputes any saved tensor.
+    pub fn has_memory_actions(&self) -> bool {
+        !self.swap.is_empty() || !self.recompute.is_empty()
     }
 
     /// Number of layers.
@@ -112,7 +127,13 @@ pub enum Schedule {
 impl Schedule {
     /// The default schedule of an instance's family (implied 1F1B* for async).
     pub fn default_for(inst: &Instance) -> Schedule {
-        match inst.training.schedule {
+        Schedule::of_kind(inst.training.schedule)
+    }
+
+    /// The schedule of a family with nothing given: implied 1F1B* at the least period for async,
+    /// the instance's micro-batch count for synchronous schedules.
+    pub fn of_kind(kind: ScheduleKind) -> Schedule {
+        match kind {
             ScheduleKind::Async => Schedule::Async {
                 period: None,
                 pattern: None,
@@ -317,17 +338,31 @@ impl Plan {
                     ));
                 }
             }
-            for &c in &s.checkpoint {
-                if c < s.first || c > s.last {
-                    return Err(InputError::field(
-                        f("checkpoint"),
-                        format!(
-                            "layer {c} is not in this stage (layers {}..={})",
-                            s.first, s.last
-                        ),
-                    ));
+            for (name, list) in [
+                ("checkpoint", &s.checkpoint),
+                ("swap", &s.swap),
+                ("recompute", &s.recompute),
+            ] {
+                let mut seen = BTreeSet::new();
+                for &c in list {
+                    if c < s.first || c > s.last {
+                        return Err(InputError::field(
+                            f(name),
+                            format!(
+                                "layer {c} is not in this stage (layers {}..={})",
+                                s.first, s.last
+                            ),
+                        ));
+                    }
+                    if !seen.insert(c) {
+                        return Err(InputError::field(
+                            f(name),
+                            format!("layer {c} listed twice"),
+                        ));
+                    }
                 }
             }
+            check_actions(inst, s, &f)?;
         }
         if next != l {
             return Err(InputError::field(
@@ -376,4 +411,47 @@ impl Plan {
         }
         Ok(())
     }
+}
+
+/// Checks a stage's swap and recompute lists: one action per layer (none on a checkpointed
+/// layer), swaps only with a host link (`cluster.pcie`) and on swappable tensors.
+fn check_actions(inst: &Instance, s: &Stage, f: &dyn Fn(&str) -> String) -> Result<(), InputError> {
+    if !s.has_memory_actions() {
+        return Ok(());
+    }
+    for &c in &s.swap {
+        if s.recompute.contains(&c) || s.checkpoint.contains(&c) {
+            return Err(InputError::field(
+                f("swap"),
+                format!(
+                    "layer {c} is also recomputed or checkpointed; choose one action per layer"
+                ),
+            ));
+        }
+    }
+    for &c in &s.recompute {
+        if s.checkpoint.contains(&c) {
+            return Err(InputError::field(
+                f("recompute"),
+                format!("layer {c} is also checkpointed; choose one action per layer"),
+            ));
+        }
+    }
+    if s.swap.is_empty() {
+        return Ok(());
+    }
+    if inst.cluster.pcie.is_none() {
+        return Err(InputError::field(
+            f("swap"),
+            "swapping needs the host link bandwidth cluster.pcie, which the instance lacks",
+        ));
+    }
+    let graph = crate::dawnpiper::graph::Graph::of(inst)?;
+    if let Some(&c) = s.swap.iter().find(|&&c| !graph.nodes[c].swappable) {
+        return Err(InputError::field(
+            f("swap"),
+            format!("layer {c}'s saved tensor is not swappable (extensions.graph.nodes[{c}].swappable = false)"),
+        ));
+    }
+    Ok(())
 }

@@ -327,6 +327,7 @@ fn single_stage(dp: u32, tp: u32, sdp: bool) -> Plan {
             tp,
             sdp,
             checkpoint: Vec::new(),
+            ..Stage::single(0, 0, 0)
         }],
         schedule: Schedule::Async {
             period: None,
@@ -1028,6 +1029,7 @@ fn stage(first: usize, gpus: &[u32], dp: u32, checkpoint: Vec<usize>) -> Stage {
         tp: 1,
         sdp: false,
         checkpoint,
+        ..Stage::single(first, first, 0)
     }
 }
 

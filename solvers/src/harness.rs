@@ -248,7 +248,17 @@ mod tests {
         for (k, row) in rows.iter().enumerate() {
             assert_eq!(row.algorithm, algos[k % algos.len()].name());
             assert_eq!(row.instance, insts[k / algos.len()].name);
-            let sol = row.solution().expect("every baseline solves these chains");
+            // Families may decline an instance (e.g. Galvatron needs power-of-two GPU counts);
+            // every algorithm that accepts it must solve it.
+            if matches!(row.outcome, Outcome::Unsupported { .. }) {
+                continue;
+            }
+            let sol = row.solution().unwrap_or_else(|| {
+                panic!(
+                    "{} does not solve {}: {:?}",
+                    row.algorithm, row.instance, row.outcome
+                )
+            });
             assert!(sol.evaluated.is_some());
         }
         // uniform splits [5,1 | 1,1 | 1,5] = 18 ms max; balanced-time reaches 15 ms (5 | 1111 | 5)

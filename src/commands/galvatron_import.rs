@@ -1,8 +1,9 @@
 //! `pipeplan import --from galvatron --config FILE --data-root DIR`.
 
-use super::Failure;
+use super::{write_or_print, Failure};
 use crate::cli::ImportArgs;
 use clap::Args;
+use pipeplan_formulations::galvatron::import::import_file;
 use std::path::PathBuf;
 
 /// Options of `import --from galvatron`.
@@ -17,7 +18,35 @@ pub struct GalvatronImportArgs {
     pub data_root: Option<PathBuf>,
 }
 
-/// Runs `import --from galvatron`.
-pub fn import(_a: ImportArgs) -> Result<(), Failure> {
-    Err(Failure::input("import --from galvatron: not built yet"))
+/// Runs `import --from galvatron`: the cluster, schedule and batch come from the config (the
+/// engine's arguments), so the cluster flags of other formats are not used here.
+pub fn import(a: ImportArgs) -> Result<(), Failure> {
+    if a.file.is_some() {
+        return Err(Failure::input(
+            "import --from galvatron: give --config FILE (and --data-root DIR), not a profile file",
+        ));
+    }
+    let Some(config) = a.galvatron.config.as_deref() else {
+        return Err(Failure::input(
+            "import --from galvatron: --config FILE is required (a JSON file with a `config` object)",
+        ));
+    };
+    let root = match a.galvatron.data_root.clone() {
+        Some(r) => r,
+        None => config.parent().map(PathBuf::from).unwrap_or_default(),
+    };
+    let mut inst = import_file(config, &root)?;
+    if let Some(n) = a.name {
+        inst.name = n;
+    }
+    write_or_print(a.output.as_deref(), &inst.to_json())?;
+    if let Some(p) = a.output.as_deref() {
+        eprintln!(
+            "wrote {}: {} layers, {} GPUs (layer_types extension)",
+            p.display(),
+            inst.num_layers(),
+            inst.cluster.gpus
+        );
+    }
+    Ok(())
 }

@@ -1,13 +1,140 @@
 //! `pipeplan profile-plan`: the profiling runs a CAPTURE / mCAP / CAPSlog user must measure.
+//!
+//! The output lists, per run, the parallelism and degree of its stages, the batch size and the
+//! layer range of every stage. Measure each stage's peak memory and feed the runs back as
+//! `extensions.memory_profile.runs` (same fields plus `peak`, see `docs/capture.md`).
 
-use super::Failure;
-use clap::Args;
+use super::{write_or_print, Failure, Format};
+use crate::cli::OutputArgs;
+use crate::table::Table;
+use clap::{Args, ValueEnum};
+use pipeplan_formulations::capture::profiling::{self, Method, ProfilingRun};
+use pipeplan_formulations::Instance;
+use serde::Serialize;
+use std::path::PathBuf;
+
+/// Which profiling scheme to print.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum MethodArg {
+    /// mCAP: pipeline-only runs (Description 1 of the CAPTURE paper), about L + 1 per batch size.
+    Mcap,
+    /// CAPSlog: trimmed pipeline-only runs with at most two layers per GPU.
+    Capslog,
+    /// CAPTURE: mCAP's runs plus 2- and 4-way dp and tp sub-mesh runs.
+    Capture,
+}
 
 /// Options of `profile-plan`.
 #[derive(Debug, Args)]
-pub struct ProfilePlanArgs {}
+pub struct ProfilePlanArgs {
+    /// Instance file (its chain length, GPUs, GPUs per node and micro-batch are used).
+    pub instance: PathBuf,
+    /// Profiling scheme.
+    #[arg(long, value_enum, default_value = "capture")]
+    pub method: MethodArg,
+    /// Target batch size (samples per micro-batch; default: the instance's micro-batch). Runs
+    /// are planned at a quarter and a half of it.
+    #[arg(long)]
+    pub batch: Option<f64>,
+    /// Output format.
+    #[command(flatten)]
+    pub out: OutputArgs,
+}
+
+/// One run as a CSV row.
+#[derive(Debug, Serialize)]
+struct CsvRun {
+    run: usize,
+    parallelism: String,
+    degree: u32,
+    batch: f64,
+    /// Stage ranges, `first-last` separated by spaces.
+    stages: String,
+}
+
+/// The JSON document.
+#[derive(Debug, Serialize)]
+struct Doc<'a> {
+    method: &'a str,
+    instance: &'a str,
+    layers: usize,
+    runs: &'a [ProfilingRun],
+}
+
+fn ranges(r: &ProfilingRun) -> String {
+    r.stages
+        .iter()
+        .map(|[a, b]| format!("{a}-{b}"))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
 
 /// Runs `profile-plan`.
-pub fn run(_a: ProfilePlanArgs) -> Result<(), Failure> {
-    Err(Failure::input("profile-plan: not built yet"))
+pub fn run(a: ProfilePlanArgs) -> Result<(), Failure> {
+    let inst = Instance::from_path(&a.instance)?;
+    let batch = a.batch.unwrap_or(inst.micro_batch() as f64);
+    if !(batch.is_finite() && batch > 0.0) {
+        return Err(Failure::input(format!(
+            "--batch: must be positive, found {batch}"
+        )));
+    }
+    let (method, name) = match a.method {
+        MethodArg::Mcap => (Method::Mcap, "mcap"),
+        MethodArg::Capslog => (Method::Capslog, "capslog"),
+        MethodArg::Capture => (Method::Capture, "capture"),
+    };
+    let runs = profiling::plan(
+        method,
+        inst.num_layers(),
+        inst.cluster.gpus,
+        inst.gpus_per_node(),
+        batch,
+    )
+    .map_err(|e| e.in_file(&a.instance))?;
+    let text = match a.out.format() {
+        Format::Json => crate::report::json(&Doc {
+            method: name,
+            instance: &inst.name,
+            layers: inst.num_layers(),
+            runs: &runs,
+        }),
+        Format::Csv => crate::report::csv(
+            &runs
+                .iter()
+                .enumerate()
+                .map(|(i, r)| CsvRun {
+                    run: i,
+                    parallelism: r.parallelism.to_string(),
+                    degree: r.degree,
+                    batch: r.batch,
+                    stages: ranges(r),
+                })
+                .collect::<Vec<_>>(),
+        ),
+        Format::Table => {
+            let mut t = Table::new(
+                &["run", "parallelism", "degree", "batch", "stages (layers)"],
+                &[0, 2, 3],
+            );
+            for (i, r) in runs.iter().enumerate() {
+                t.row(vec![
+                    i.to_string(),
+                    r.parallelism.to_string(),
+                    r.degree.to_string(),
+                    format!("{}", r.batch),
+                    ranges(r),
+                ]);
+            }
+            format!(
+                "{} profiling runs ({name}) for {}: {} layers, {} GPUs ({} per node)\n{}",
+                runs.len(),
+                inst.name,
+                inst.num_layers(),
+                inst.cluster.gpus,
+                inst.gpus_per_node(),
+                t.render()
+            )
+        }
+    };
+    write_or_print(None, &text)
 }

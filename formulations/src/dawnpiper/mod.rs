@@ -1,1 +1,7 @@
-//! dawnpiper family: what is optimized (filled in by the family's issue).
+//! DawnPiper family (DESIGN.md §7, `docs/dawnpiper.md`): the fine-grained `graph` extension
+//! ([`graph`]), compute- and memory-balanced cut positions ([`balance`]) and the Capuchin-style
+//! swap/recompute cost model MemOpt ([`memopt`]).
+
+pub mod balance;
+pub mod graph;
+pub mod memopt;

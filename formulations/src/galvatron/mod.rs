@@ -1,1 +1,23 @@
-//! galvatron family: what is optimized (filled in by the family's issue).
+//! The Galvatron family (DESIGN.md §5, Galvatron-BMW paper): hybrid parallel strategies (pp, tp,
+//! dp, sdp, checkpointing) per layer under a memory budget, with the reference engine's
+//! (PKU-DAIR/Hetu-Galvatron) cost model.
+//!
+//! - [`profile`]: the `layer_types` extension (per-layer-type profiles, hardware coefficients,
+//!   search settings); [`derive`](mod@derive): its derivation from the chain when absent;
+//! - [`import`](mod@import): Galvatron's profile and hardware JSON files into an instance;
+//! - [`settings`]: the engine's search arguments and its quirks' switches;
+//! - [`strategy`]: the decision tree of per-layer strategies;
+//! - [`cost`]: the engine's memory, time, transition and pipeline cost models.
+//!
+//! Formulas, quirks and the import interface: `docs/galvatron.md`.
+
+pub mod cost;
+pub mod derive;
+pub mod import;
+pub mod profile;
+pub mod settings;
+pub mod strategy;
+
+pub use profile::{LayerTypes, EXTENSION};
+pub use settings::{PipelineType, Quirks, Settings};
+pub use strategy::Strategy;

@@ -356,7 +356,7 @@ pub(crate) fn read(text: &str) -> Result<Profile, InputError> {
             .clone()
             .unwrap_or_else(|| format!("node {}", f.nodes[v].id))
     };
-    let layers = order
+    let layers: Vec<Layer> = order
         .iter()
         .zip(&cut)
         .map(|(&c, &cut)| {
@@ -397,6 +397,15 @@ pub(crate) fn read(text: &str) -> Result<Profile, InputError> {
                 .to_string(),
         ),
     );
+    p.extensions.insert(
+        crate::dawnpiper::graph::KEY.to_string(),
+        graph_extension(&layers, &order, &comp_edges, |c| {
+            backward_members[c]
+                .iter()
+                .map(|&v| (node_name(v), f.nodes[v].id))
+                .collect()
+        }),
+    );
     p.layers = layers;
     p.gpus = Some(f.max_fpgas as u32);
     p.memory = Some(f.max_size_per_fpga);
@@ -422,6 +431,62 @@ pub(crate) fn read(text: &str) -> Result<Profile, InputError> {
         f.max_cpus,
     ));
     Ok(p)
+}
+
+/// DawnPiper's `graph` extension (`docs/dawnpiper.md`): one node per layer, named like the layer
+/// (`#k` appended to repeated names), reading the layers its layer's operators read (the
+/// condensed operator edges, in layer order), with the backward ("grad") operators of its
+/// colour classes (`(id N)` appended to a name that is not unique). Swappable and
+/// recompute-at-forward-cost are left to the defaults.
+fn graph_extension(
+    layers: &[Layer],
+    order: &[usize],
+    comp_edges: &[(usize, usize)],
+    grads: impl Fn(usize) -> Vec<(String, i64)>,
+) -> serde_json::Value {
+    let mut seen = BTreeMap::new();
+    let names: Vec<String> = layers
+        .iter()
+        .enumerate()
+        .map(|(i, l)| match seen.insert(l.name.clone(), i) {
+            None => l.name.clone(),
+            Some(_) => format!("{} #{i}", l.name),
+        })
+        .collect();
+    let mut position = vec![0; order.len()];
+    for (i, &c) in order.iter().enumerate() {
+        position[c] = i;
+    }
+    let mut inputs: Vec<BTreeSet<usize>> = vec![BTreeSet::new(); order.len()];
+    let mut grad_names = BTreeSet::new();
+    for &(a, b) in comp_edges {
+        inputs[position[b]].insert(position[a]);
+    }
+    let nodes: Vec<serde_json::Value> = order
+        .iter()
+        .enumerate()
+        .map(|(i, &c)| {
+            let mut node = serde_json::json!({
+                "name": names[i],
+                "inputs": inputs[i].iter().map(|&j| names[j].clone()).collect::<Vec<_>>(),
+            });
+            let grad: Vec<String> = grads(c)
+                .into_iter()
+                .map(|(name, id)| {
+                    if seen.contains_key(&name) || !grad_names.insert(name.clone()) {
+                        format!("{name} (id {id})")
+                    } else {
+                        name
+                    }
+                })
+                .collect();
+            if !grad.is_empty() {
+                node["grad"] = serde_json::json!(grad);
+            }
+            node
+        })
+        .collect();
+    serde_json::json!({ "nodes": nodes })
 }
 
 #[cfg(test)]
@@ -502,6 +567,31 @@ mod tests {
         let mut v = file();
         v["maxFPGAs"] = json!(0);
         assert!(err(&v).starts_with("maxFPGAs: must be a number of accelerators >= 1"));
+    }
+
+    #[test]
+    fn emits_the_dawnpiper_graph_extension() {
+        let mut v = file();
+        // A second consumer of n1 and a weight node: edges follow the operators.
+        v["nodes"]
+            .as_array_mut()
+            .unwrap()
+            .push(node(3, 0.5, false, 3, 10.0));
+        v["edges"].as_array_mut().unwrap().extend([
+            json!({"sourceId": 1, "destId": 3, "cost": 0.0, "size": 100.0}),
+            json!({"sourceId": 2, "destId": 3, "cost": 0.0, "size": 50.0}),
+        ]);
+        let inst = import(Source::DnnPartitioning, &v.to_string(), &opts()).unwrap();
+        assert_eq!(
+            inst.extensions["graph"],
+            json!({"nodes": [
+                {"name": "n1", "inputs": [], "grad": ["n11"]},
+                {"name": "n2", "inputs": ["n1"], "grad": ["n12"]},
+                {"name": "n3", "inputs": ["n1", "n2"]}]})
+        );
+        let g = crate::dawnpiper::graph::Graph::of(&inst).unwrap();
+        assert_eq!(g.nodes[2].inputs, vec![0, 1]);
+        assert!(!g.derived);
     }
 
     #[test]

@@ -197,6 +197,8 @@ pub(crate) struct Profile {
     pub micro_batches: Option<u32>,
     /// Precision the profile implies.
     pub precision: Option<Precision>,
+    /// Instance extensions the profile carries (e.g. DawnPiper's `graph`).
+    pub extensions: std::collections::BTreeMap<String, serde_json::Value>,
     /// Sentences for the `source` field: the format, the units, the linearization.
     pub notes: Vec<String>,
 }
@@ -214,6 +216,7 @@ impl Profile {
             bandwidth: None,
             micro_batches: None,
             precision: None,
+            extensions: Default::default(),
             notes: Vec::new(),
         }
     }
@@ -318,7 +321,7 @@ fn finish(source: Source, p: Profile, opts: &ImportOptions) -> Result<Instance, 
         },
         cluster,
         training,
-        extensions: Default::default(),
+        extensions: p.extensions,
     };
     inst.validate()?;
     Ok(inst)

@@ -1,0 +1,300 @@
+//! Stage memory and compute of a contiguous node range under DawnPiper's per-stage model, and
+//! the compute-balanced and memory-balanced cut positions (Algorithm 2 of the paper's appendix,
+//! `docs/dawnpiper.md`).
+//!
+//! A stage is nodes `a..=b` on one GPU. Its memory without swap/recompute is the evaluator's
+//! (`cost::stage_cost`): model states + communication buffers + `g` x stored activations +
+//! transient bytes, where `g` is the number of micro-batches the stage keeps in flight:
+//! `P - s` for asynchronous PipeDream-style stages (the ratio P : P-1 : ... : 1 of Algorithm 2;
+//! an upper bound of what 1F1B* keeps), `min(P - s, m)` for synchronous 1F1B and `m` for GPipe.
+
+use crate::cost::{stage_cost_with, ActionModel, StageCost};
+use crate::error::InputError;
+use crate::instance::{Chain, Instance, ScheduleKind};
+use crate::plan::Stage;
+
+/// Micro-batches stage `s` (0-based) of `p` keeps in flight under `kind` with `m` micro-batches.
+pub fn in_flight(kind: ScheduleKind, p: usize, s: usize, m: u32) -> u32 {
+    let ahead = (p - s) as u32;
+    match kind {
+        ScheduleKind::Async => ahead,
+        ScheduleKind::OneFOneB => ahead.min(m),
+        ScheduleKind::Gpipe => m,
+    }
+}
+
+/// Everything needed to cost contiguous stages of one instance for a pipeline of `p` stages.
+#[derive(Debug, Clone)]
+pub struct Model<'a> {
+    /// The instance.
+    pub inst: &'a Instance,
+    /// Its chain at the trained micro-batch.
+    pub chain: Chain,
+    /// Per-node recompute times, workspaces and the host link.
+    pub actions: ActionModel,
+    /// Idle-time lower bounds of every node (single-GPU stages).
+    pub idle: Vec<f64>,
+    /// Schedule family planned for.
+    pub kind: ScheduleKind,
+    /// Number of stages.
+    pub stages: usize,
+    /// Micro-batches per batch (synchronous schedules).
+    pub micro_batches: u32,
+    /// Memory of one GPU (bytes).
+    pub memory: f64,
+    /// Prefix sums of forward + backward.
+    compute_prefix: Vec<f64>,
+    /// Prefix sums of weights and of saved bytes.
+    weight_prefix: Vec<f64>,
+    saved_prefix: Vec<f64>,
+    /// Sparse table of workspace maxima: `ws_max[j][i]` = max over `i..i + 2^j`.
+    ws_max: Vec<Vec<f64>>,
+    /// Weight copies per parameter byte (versions + gradient + optimizer).
+    copies: f64,
+    /// Swappable flag of every node.
+    swappable: Vec<bool>,
+}
+
+impl<'a> Model<'a> {
+    /// The model of `inst` for `stages` stages under `kind`. Fails on an invalid `graph`
+    /// extension or a stage count of 0 or above the node count.
+    pub fn new(
+        inst: &'a Instance,
+        kind: ScheduleKind,
+        stages: usize,
+    ) -> Result<Model<'a>, InputError> {
+        let actions = ActionModel::of(inst)?;
+        let swappable = crate::dawnpiper::graph::Graph::of(inst)?
+            .nodes
+            .iter()
+            .map(|n| n.swappable)
+            .collect();
+        let n = inst.num_layers();
+        if stages == 0 || stages > n {
+            return Err(InputError::field(
+                "stages",
+                format!("{stages} stages for a graph of {n} nodes: need 1..={n}"),
+            ));
+        }
+        let chain = inst.chain();
+        let idle = crate::cost::idle_lower_bounds(&chain, &vec![1.0; n]);
+        let mut compute_prefix = vec![0.0; n + 1];
+        let mut weight_prefix = vec![0.0; n + 1];
+        let mut saved_prefix = vec![0.0; n + 1];
+        for i in 0..n {
+            compute_prefix[i + 1] = compute_prefix[i] + chain.forward[i] + chain.backward[i];
+            weight_prefix[i + 1] = weight_prefix[i] + chain.weights[i];
+            saved_prefix[i + 1] = saved_prefix[i] + chain.saved[i];
+        }
+        let mut ws_max = vec![actions.workspace.clone()];
+        let mut span = 1;
+        while 2 * span <= n {
+            let prev = ws_max.last().expect("one level");
+            let next: Vec<f64> = (0..=n - 2 * span)
+                .map(|i| prev[i].max(prev[i + span]))
+                .collect();
+            ws_max.push(next);
+            span *= 2;
+        }
+        let copies =
+            crate::cost::weight_versions(inst, kind) + 1.0 + inst.training.optimizer_state_factor;
+        Ok(Model {
+            inst,
+            chain,
+            actions,
+            idle,
+            kind,
+            stages,
+            micro_batches: inst.micro_batches(),
+            memory: inst.cluster.memory,
+            compute_prefix,
+            weight_prefix,
+            saved_prefix,
+            ws_max,
+            copies,
+            swappable,
+        })
+    }
+
+    /// Whether node `i`'s saved tensor may be swapped.
+    pub fn graph_swappable(&self, i: usize) -> bool {
+        self.swappable[i]
+    }
+
+    /// Number of nodes.
+    pub fn len(&self) -> usize {
+        self.chain.len()
+    }
+
+    /// True when there is no node.
+    pub fn is_empty(&self) -> bool {
+        self.chain.is_empty()
+    }
+
+    /// Forward + backward time of nodes `a..=b` (ms per micro-batch).
+    pub fn compute(&self, a: usize, b: usize) -> f64 {
+        self.compute_prefix[b + 1] - self.compute_prefix[a]
+    }
+
+    /// In-flight micro-batches of stage `s`.
+    pub fn in_flight(&self, s: usize) -> u32 {
+        in_flight(self.kind, self.stages, s, self.micro_batches)
+    }
+
+    /// The evaluator's cost of stage `s` = nodes `a..=b` on GPU `s` with the given actions.
+    pub fn cost(
+        &self,
+        a: usize,
+        b: usize,
+        s: usize,
+        swap: &[usize],
+        recompute: &[usize],
+    ) -> StageCost {
+        let st = Stage {
+            swap: swap.to_vec(),
+            recompute: recompute.to_vec(),
+            ..Stage::single(a, b, s as u32)
+        };
+        stage_cost_with(
+            self.inst,
+            &self.chain,
+            &st,
+            self.kind,
+            s > 0 && a > 0,
+            s + 1 < self.stages && b + 1 < self.len(),
+            Some((&self.actions, &self.idle)),
+        )
+    }
+
+    /// Peak memory of a stage from its cost: states + buffers + g x activations + transient.
+    pub fn peak(&self, c: &StageCost, s: usize) -> f64 {
+        c.states + c.buffers + self.in_flight(s) as f64 * c.act_per_mb + c.transient
+    }
+
+    /// Peak memory of stage `s` = nodes `a..=b` without swap or recompute, in O(1) from prefix
+    /// sums (equal to `peak(cost(a, b, s, &[], &[]))`, which tests check).
+    pub fn plain_memory(&self, a: usize, b: usize, s: usize) -> f64 {
+        self.plain_memory_g(a, b, s, self.in_flight(s))
+    }
+
+    /// [`Model::plain_memory`] with `g` micro-batches in flight.
+    pub fn plain_memory_g(&self, a: usize, b: usize, s: usize, g: u32) -> f64 {
+        let states = (self.weight_prefix[b + 1] - self.weight_prefix[a]) * self.copies;
+        let act = self.saved_prefix[b + 1] - self.saved_prefix[a];
+        let mut buffers = 0.0;
+        if s > 0 && a > 0 {
+            buffers += 2.0 * self.chain.cut[a - 1];
+        }
+        if s + 1 < self.stages && b + 1 < self.len() {
+            buffers += 2.0 * self.chain.cut[b];
+        }
+        let len = b + 1 - a;
+        let j = usize::BITS as usize - 1 - len.leading_zeros() as usize;
+        let ws = self.ws_max[j][a].max(self.ws_max[j][b + 1 - (1 << j)]);
+        states + buffers + g as f64 * act + ws
+    }
+}
+
+/// Which quantity a balanced partition equalizes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Balance {
+    /// Forward + backward time.
+    Compute,
+    /// Peak memory without swap/recompute (stage-dependent in-flight counts).
+    Memory,
+}
+
+/// Balanced partition of nodes `a..=b` into stages `s0..s0 + k` (global stage indices, so that
+/// memory uses the right in-flight counts): the min-max partition of the chosen quantity by
+/// bisection on the bound with a greedy left-to-right fill (each stage takes the longest prefix
+/// within the bound, leaving a node for every later stage). Returns the last node of each stage
+/// but the last (`k - 1` cut positions). Needs `b - a + 1 >= k >= 1`.
+pub fn balanced_cuts(
+    model: &Model,
+    a: usize,
+    b: usize,
+    s0: usize,
+    k: usize,
+    what: Balance,
+) -> Vec<usize> {
+    assert!(
+        k >= 1 && b + 1 - a >= k,
+        "balanced_cuts: {k} stages for nodes {a}..={b}"
+    );
+    if k == 1 {
+        return Vec::new();
+    }
+    let value = |x: usize, y: usize, s: usize| match what {
+        Balance::Compute => model.compute(x, y),
+        Balance::Memory => model.plain_memory(x, y, s),
+    };
+    // Greedy fill under bound t; None if the nodes do not fit in k stages.
+    let fill = |t: f64| -> Option<Vec<usize>> {
+        let mut cuts = Vec::with_capacity(k - 1);
+        let mut start = a;
+        for j in 0..k - 1 {
+            let s = s0 + j;
+            let last_allowed = b - (k - 1 - j); // leave one node per later stage
+            let mut end = start;
+            if value(start, start, s) > t {
+                return None;
+            }
+            if what == Balance::Compute {
+                // Compute only grows with the stage: binary search the longest prefix within t
+                // (the same end as the linear scan below, in O(log n)).
+                let (mut lo, mut hi) = (start, last_allowed);
+                while lo < hi {
+                    let m = lo + (hi - lo).div_ceil(2);
+                    if value(start, m, s) <= t {
+                        lo = m;
+                    } else {
+                        hi = m - 1;
+                    }
+                }
+                end = lo;
+            }
+            while end < last_allowed && value(start, end + 1, s) <= t {
+                end += 1;
+            }
+            cuts.push(end);
+            start = end + 1;
+        }
+        (value(start, b, s0 + k - 1) <= t).then_some(cuts)
+    };
+    let mut lo = 0.0f64;
+    let mut hi = (0..k).map(|j| value(a, b, s0 + j)).fold(0.0, f64::max);
+    // Every stage within the whole range's value always fits: start from there.
+    let mut best = fill(hi).unwrap_or_else(|| (0..k - 1).map(|j| a + j).collect());
+    for _ in 0..60 {
+        if hi - lo <= 1e-9 * hi.max(1e-12) {
+            break;
+        }
+        let mid = 0.5 * (lo + hi);
+        match fill(mid) {
+            Some(c) => {
+                best = c;
+                hi = mid;
+            }
+            None => lo = mid,
+        }
+    }
+    best
+}
+
+/// The compute-balanced and memory-balanced positions of the cut after stage `mid` when nodes
+/// `a..=b` are split over stages `lo..=hi` (Theorem 4.1's interval ends), as last nodes of
+/// stage `mid`.
+pub fn comp_mem_positions(
+    model: &Model,
+    a: usize,
+    b: usize,
+    lo: usize,
+    hi: usize,
+    mid: usize,
+) -> (usize, usize) {
+    let k = hi - lo + 1;
+    let j = mid - lo;
+    let cb = balanced_cuts(model, a, b, lo, k, Balance::Compute)[j];
+    let mb = balanced_cuts(model, a, b, lo, k, Balance::Memory)[j];
+    (cb, mb)
+}

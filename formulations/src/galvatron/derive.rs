@@ -1,0 +1,124 @@
+//! Deriving the `layer_types` extension from the layer chain when an instance lacks it.
+//!
+//! Rule (also in `docs/galvatron.md`): every chain layer becomes its own layer type (count 1) at
+//! the trained micro-batch; per sample: `forward_ms_per_sample = forward / micro_batch`,
+//! `activation_mb_per_sample[d] = saved / micro_batch / d / 2^20` for every power-of-two d up to
+//! the GPU count, `checkpoint` = the layer's input per sample; `parameter_mb = weights / 2^20`
+//! (the engine's model states are 4x parameters); `seq_len = 1` and `hidden_size` = output bytes
+//! per sample / element size, so that the engine's message sizes equal the chain's activation
+//! bytes. No embedding/head ("other") memory or time. Allreduce coefficients are
+//! `1000 * 2^20 / bandwidth` ms/MB, with the inter-node bandwidth for groups that leave a node
+//! (consecutive groups larger than a node; strided groups on more than one node); p2p likewise;
+//! overlap coefficient 1.3 (the engine's default). Settings: one batch of
+//! `micro_batch x micro_batches` samples in `micro_batches` chunks, memory budget = GPU memory,
+//! tensor parallelism within a node (max tp = GPUs per node), memory unit chosen so that the budget is at most 128 units (rounded up, never optimistic).
+
+use super::profile::{Hardware, LayerType, LayerTypes, Other, OtherMemory};
+use super::settings::{PipelineType, Settings};
+use crate::instance::{Instance, Precision, ScheduleKind};
+use std::collections::BTreeMap;
+
+const MB: f64 = 1024.0 * 1024.0;
+
+/// The derived extension (see the module documentation for the rule).
+pub fn derive(inst: &Instance) -> LayerTypes {
+    let chain = inst.chain();
+    let mb = inst.micro_batch() as f64;
+    let gpus = inst.cluster.gpus;
+    let per_node = inst.gpus_per_node();
+    let mixed = !matches!(inst.training.precision, None | Some(Precision::Fp32));
+    let elem = if mixed { 2.0 } else { 4.0 };
+    let degrees: Vec<u32> = (0..=gpus.trailing_zeros()).map(|k| 1 << k).collect();
+    let types = (0..inst.num_layers())
+        .map(|l| {
+            let mut act = BTreeMap::new();
+            for &d in &degrees {
+                act.insert(d.to_string(), chain.saved[l] / mb / d as f64 / MB);
+            }
+            act.insert("checkpoint".into(), chain.act[l] / mb / MB);
+            LayerType {
+                name: inst.model.layers[l].name.clone(),
+                layers: 1,
+                seq_len: 1.0,
+                hidden_size: chain.act[l + 1] / mb / elem,
+                parameter_mb: chain.weights[l] / MB,
+                activation_mb_per_sample: act,
+                forward_ms_per_sample: chain.forward[l] / mb,
+            }
+        })
+        .collect();
+    let intra = inst.cluster.bandwidth.intra_node;
+    let inter = inst.inter_node_bandwidth();
+    let coe = |bw: f64| 1000.0 * MB / bw;
+    let mut allreduce = BTreeMap::new();
+    allreduce.insert("1".to_string(), 0.0);
+    for &n in degrees.iter().filter(|&&n| n >= 2) {
+        let consec = if n <= per_node { intra } else { inter };
+        let strided = if gpus > per_node { inter } else { intra };
+        if n == gpus {
+            allreduce.insert(n.to_string(), coe(consec));
+        } else {
+            allreduce.insert(format!("{n}_1"), coe(consec));
+            allreduce.insert(format!("{n}_0"), coe(strided));
+        }
+    }
+    let p2p = degrees
+        .iter()
+        .filter(|&&n| n >= 2)
+        .map(|&n| {
+            (
+                n.to_string(),
+                coe(if gpus > per_node { inter } else { intra }),
+            )
+        })
+        .collect();
+    let zero = || OtherMemory {
+        model_states: [("1".to_string(), 0.0)].into(),
+        activation: [("1".to_string(), 0.0)].into(),
+    };
+    let budget_mb = inst.cluster.memory / MB;
+    let settings = Settings {
+        num_nodes: gpus / per_node,
+        num_gpus_per_node: per_node,
+        memory_constraint: inst.cluster.memory / (1024.0 * MB),
+        mixed_precision: if mixed { "bf16" } else { "fp32" }.into(),
+        pipeline_type: if inst.training.schedule == ScheduleKind::Gpipe {
+            PipelineType::Gpipe
+        } else {
+            PipelineType::PipedreamFlush
+        },
+        settle_bsz: (inst.micro_batch() * inst.micro_batches()) as i64,
+        settle_chunk: inst.micro_batches() as i64,
+        max_tp_deg: per_node,
+        max_pp_deg: gpus,
+        memory_unit_mb: (budget_mb / 128.0).ceil().max(1.0),
+        ..Settings::default()
+    };
+    LayerTypes {
+        types,
+        other: Other {
+            pp_off: zero(),
+            pp_on_first: zero(),
+            pp_on_last: zero(),
+            forward_ms_per_sample: 0.0,
+        },
+        hardware: Hardware {
+            allreduce_ms_per_mb: allreduce,
+            p2p_ms_per_mb: p2p,
+            overlap_coe: 1.3,
+        },
+        settings,
+    }
+}
+
+/// The instance's extension, or the derived one; the flag says whether it was derived.
+pub fn layer_types(inst: &Instance) -> Result<(LayerTypes, bool), crate::InputError> {
+    match LayerTypes::from_instance(inst)? {
+        Some(lt) => Ok((lt, false)),
+        None => {
+            let lt = derive(inst);
+            lt.check(inst.num_layers())?;
+            Ok((lt, true))
+        }
+    }
+}

@@ -1,0 +1,512 @@
+//! Importer of Galvatron profiles: a JSON document holding a `config` object (the engine's search
+//! arguments, the model's layer configs, and the profile / hardware file paths relative to a data
+//! root) becomes a pipeplan instance with the `layer_types` extension.
+//!
+//! `config` keys read (all others are ignored and listed in the instance's `source`):
+//! - every [`Settings`] field, under the engine's flag names (0/1 accepted for booleans);
+//! - `model_name`; `model_layer_configs`: `[{"hidden_size", "layer_num", "seq_len"}]`;
+//! - `time_profiling_path`, `memory_profiling_path`: files, or folders holding the engine's
+//!   conventional names `computation_profiling_<precision>_<model>.json` /
+//!   `memory_profiling_<precision>_<model>.json`;
+//! - `allreduce_bandwidth_config_path`, `p2p_bandwidth_config_path`, `overlap_coe_path`: files,
+//!   or folders holding `allreduce_bandwidth_<n>nodes_<g>gpus_per_node.json`,
+//!   `p2p_bandwidth_<n>nodes_<g>gpus_per_node.json`, `overlap_coefficient.json`.
+
+use super::profile::{Hardware, LayerType, LayerTypes, Other, OtherMemory, EXTENSION};
+use super::settings::Settings;
+use crate::error::InputError;
+use crate::instance::{Bandwidth, Cluster, Instance, Layer, Model, Precision, Training, FORMAT};
+use serde_json::{Map, Value};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+const MB: f64 = 1024.0 * 1024.0;
+
+fn field(f: impl Into<String>, m: impl Into<String>) -> InputError {
+    InputError::field(f, m)
+}
+
+fn read_json(path: &Path) -> Result<Map<String, Value>, InputError> {
+    let text = std::fs::read_to_string(path).map_err(|e| InputError::Io {
+        path: path.display().to_string(),
+        message: e.to_string(),
+    })?;
+    let v: Value = crate::error::parse_json(&text, "JSON object").map_err(|e| e.in_file(path))?;
+    match v {
+        Value::Object(m) => Ok(m),
+        _ => Err(field("", "expected a JSON object").in_file(path)),
+    }
+}
+
+/// The top-level entries of a JSON object in file order (the engine iterates Python dicts, which
+/// keep insertion order; `serde_json::Map` here is sorted).
+struct Ordered(Vec<(String, Value)>);
+
+impl<'de> serde::Deserialize<'de> for Ordered {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = Ordered;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut m: A,
+            ) -> Result<Ordered, A::Error> {
+                let mut out = Vec::new();
+                while let Some((k, v)) = m.next_entry::<String, Value>()? {
+                    out.push((k, v));
+                }
+                Ok(Ordered(out))
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
+fn read_ordered(path: &Path) -> Result<Vec<(String, Value)>, InputError> {
+    let text = std::fs::read_to_string(path).map_err(|e| InputError::Io {
+        path: path.display().to_string(),
+        message: e.to_string(),
+    })?;
+    let o: Ordered = crate::error::parse_json(&text, "JSON object").map_err(|e| e.in_file(path))?;
+    Ok(o.0)
+}
+
+fn num(v: &Value, path: &Path, key: &str) -> Result<f64, InputError> {
+    v.as_f64()
+        .filter(|x| x.is_finite())
+        .ok_or_else(|| field(key, "expected a finite number").in_file(path))
+}
+
+/// Settings from the engine's arguments; returns the ignored keys.
+fn settings_from(config: &Map<String, Value>) -> Result<(Settings, Vec<String>), InputError> {
+    let defaults = serde_json::to_value(Settings::default()).expect("settings serialize");
+    let known = defaults.as_object().expect("object");
+    let mut picked = Map::new();
+    let mut ignored = Vec::new();
+    for (k, v) in config {
+        match known.get(k) {
+            Some(Value::Bool(_)) => {
+                let b = match v {
+                    Value::Bool(b) => *b,
+                    Value::Number(n) if n.as_f64() == Some(0.0) => false,
+                    Value::Number(n) if n.as_f64() == Some(1.0) => true,
+                    _ => return Err(field(format!("config.{k}"), "expected true/false or 0/1")),
+                };
+                picked.insert(k.clone(), Value::Bool(b));
+            }
+            Some(_) => {
+                picked.insert(k.clone(), v.clone());
+            }
+            None => ignored.push(k.clone()),
+        }
+    }
+    let s: Settings = crate::error::parse_json(&Value::Object(picked).to_string(), "config")
+        .map_err(|e| match e {
+            InputError::Json {
+                field: f, message, ..
+            } => field(format!("config.{f}"), message),
+            e => e,
+        })?;
+    s.check("config")?;
+    Ok((s, ignored))
+}
+
+fn resolve(
+    root: &Path,
+    config: &Map<String, Value>,
+    key: &str,
+    name: &str,
+) -> Result<PathBuf, InputError> {
+    let rel = config.get(key).and_then(Value::as_str).ok_or_else(|| {
+        field(
+            format!("config.{key}"),
+            "missing: a path relative to --data-root",
+        )
+    })?;
+    let p = root.join(rel);
+    // A folder (or, when it does not exist, anything not named *.json) gets the engine's name.
+    let folder =
+        p.is_dir() || (!p.exists() && p.extension().and_then(|e| e.to_str()) != Some("json"));
+    Ok(if folder { p.join(name) } else { p })
+}
+
+/// A value keyed by sequence length, or the value itself.
+fn by_seq<'a>(v: &'a Value, seq: &str) -> &'a Value {
+    match v.get(seq) {
+        Some(inner) => inner,
+        None => v,
+    }
+}
+
+fn tp_map(v: &Value, path: &Path, key: &str) -> Result<BTreeMap<String, f64>, InputError> {
+    match v {
+        Value::Object(m) => m
+            .iter()
+            .map(|(k, x)| Ok((k.clone(), num(x, path, &format!("{key}.{k}"))?)))
+            .collect(),
+        x => Ok([("1".to_string(), num(x, path, key)?)].into()),
+    }
+}
+
+/// Reads the profiles the `config` names and builds the instance.
+pub fn import(doc: &Value, root: &Path) -> Result<Instance, InputError> {
+    let config = doc
+        .get("config")
+        .and_then(Value::as_object)
+        .ok_or_else(|| field("config", "missing: the file must hold a `config` object"))?;
+    let (settings, ignored) = settings_from(config)?;
+    let model_name = config
+        .get("model_name")
+        .and_then(Value::as_str)
+        .unwrap_or("model")
+        .to_string();
+    let layer_cfgs = config
+        .get("model_layer_configs")
+        .and_then(Value::as_array)
+        .filter(|a| !a.is_empty())
+        .ok_or_else(|| {
+            field(
+                "config.model_layer_configs",
+                "missing: [{hidden_size, layer_num, seq_len}]",
+            )
+        })?;
+    let mut cfgs = Vec::new();
+    for (i, c) in layer_cfgs.iter().enumerate() {
+        let get = |k: &str| {
+            c.get(k)
+                .and_then(Value::as_f64)
+                .filter(|x| x.is_finite() && *x > 0.0)
+                .ok_or_else(|| {
+                    field(
+                        format!("config.model_layer_configs[{i}].{k}"),
+                        "missing or not a positive number",
+                    )
+                })
+        };
+        cfgs.push((
+            get("hidden_size")?,
+            get("layer_num")? as usize,
+            get("seq_len")?,
+        ));
+    }
+    let prec = settings.mixed_precision.clone();
+    let nodes = format!(
+        "{}nodes_{}gpus_per_node",
+        settings.num_nodes, settings.num_gpus_per_node
+    );
+    let time_path = resolve(
+        root,
+        config,
+        "time_profiling_path",
+        &format!("computation_profiling_{prec}_{model_name}.json"),
+    )?;
+    let mem_path = resolve(
+        root,
+        config,
+        "memory_profiling_path",
+        &format!("memory_profiling_{prec}_{model_name}.json"),
+    )?;
+    let ar_path = resolve(
+        root,
+        config,
+        "allreduce_bandwidth_config_path",
+        &format!("allreduce_bandwidth_{nodes}.json"),
+    )?;
+    let p2p_path = resolve(
+        root,
+        config,
+        "p2p_bandwidth_config_path",
+        &format!("p2p_bandwidth_{nodes}.json"),
+    )?;
+    let ov_path = resolve(root, config, "overlap_coe_path", "overlap_coefficient.json")?;
+    let time = read_ordered(&time_path)?;
+    let mem = read_json(&mem_path)?;
+    let sp = if settings.sequence_parallel {
+        "_sp"
+    } else {
+        ""
+    };
+
+    let mut notes = Vec::new();
+    let mut types = Vec::new();
+    for (i, &(hidden, layers, seq)) in cfgs.iter().enumerate() {
+        let seq_key = format!("{}", seq as u64);
+        let key = format!("layertype_{i}{sp}");
+        let m = mem.get(&key).ok_or_else(|| {
+            field(
+                &key,
+                format!("missing in the memory profile (layer type {i})"),
+            )
+            .in_file(&mem_path)
+        })?;
+        let m = by_seq(m, &seq_key);
+        let param = m.get("parameter_size").ok_or_else(|| {
+            field(
+                format!("{key}.parameter_size"),
+                format!("missing (layer type {i})"),
+            )
+            .in_file(&mem_path)
+        })?;
+        let param = num(param, &mem_path, &format!("{key}.parameter_size"))?;
+        let act = m.get("tp_activation_per_bsz_dict").ok_or_else(|| {
+            field(
+                format!("{key}.tp_activation_per_bsz_dict"),
+                format!("missing (layer type {i})"),
+            )
+            .in_file(&mem_path)
+        })?;
+        let act = tp_map(act, &mem_path, &format!("{key}.tp_activation_per_bsz_dict"))?;
+        // The engine's static mode collects, for each type in turn, every key starting with
+        // `layertype_{i}_` in file order, and uses entry i of that list (quirk: with several
+        // keys per type, e.g. one per sequence length, entry i is not necessarily type i's).
+        // Fallback: the plain key `layertype_{i}` of older profiles.
+        let collected: Vec<&(String, Value)> = (0..cfgs.len())
+            .flat_map(|j| {
+                let prefix = format!("layertype_{j}_");
+                time.iter().filter(move |(k, _)| k.starts_with(&prefix))
+            })
+            .collect();
+        let plain = format!("layertype_{i}");
+        let fwd = collected
+            .get(i)
+            .copied()
+            .or_else(|| time.iter().find(|(k, _)| *k == plain))
+            .map(|(k, v)| (k, v))
+            .ok_or_else(|| {
+                field(
+                    format!("layertype_{i}"),
+                    format!("missing in the computation profile (layer type {i})"),
+                )
+                .in_file(&time_path)
+            })?;
+        let fwd = num(fwd.1, &time_path, fwd.0)?;
+        types.push(LayerType {
+            name: format!("layertype_{i}"),
+            layers,
+            seq_len: seq,
+            hidden_size: hidden,
+            parameter_mb: param,
+            activation_mb_per_sample: act,
+            forward_ms_per_sample: fwd,
+        });
+    }
+    let seq_info = cfgs
+        .iter()
+        .map(|c| format!("{}", c.2 as u64))
+        .collect::<Vec<_>>()
+        .join("_");
+    let other_mem = |name: &str| -> Result<OtherMemory, InputError> {
+        let key = format!("{name}{sp}");
+        let Some(v) = mem.get(&key) else {
+            return Err(field(
+                &key,
+                "missing in the memory profile (embedding/head memory)",
+            )
+            .in_file(&mem_path));
+        };
+        let v = by_seq(v, &seq_info);
+        let get = |w: &str| {
+            v.get(w)
+                .ok_or_else(|| field(format!("{key}.{w}"), "missing").in_file(&mem_path))
+                .and_then(|x| tp_map(x, &mem_path, &format!("{key}.{w}")))
+        };
+        Ok(OtherMemory {
+            model_states: get("model_states")?,
+            activation: get("activation")?,
+        })
+    };
+    // The engine's list of other-layer times holds, per type, every `layertype_other_*` key;
+    // it uses entry 0, i.e. the first such key in file order.
+    let other_fwd = match time.iter().find(|(k, _)| k.starts_with("layertype_other_")) {
+        Some((k, v)) => num(v, &time_path, k)?,
+        None => {
+            notes.push(
+                "computation profile has no layertype_other_* key: embedding/head time 0"
+                    .to_string(),
+            );
+            0.0
+        }
+    };
+    let other = Other {
+        pp_off: other_mem("other_memory_pp_off")?,
+        pp_on_first: other_mem("other_memory_pp_on_first")?,
+        pp_on_last: other_mem("other_memory_pp_on_last")?,
+        forward_ms_per_sample: other_fwd,
+    };
+    let ar = read_json(&ar_path)?;
+    let gpus = settings.gpu_num();
+    let mut allreduce = BTreeMap::from([("1".to_string(), 0.0)]);
+    let bw = |k: &str| -> Result<f64, InputError> {
+        let v = ar.get(k).ok_or_else(|| {
+            field(k, "missing in the allreduce bandwidth config").in_file(&ar_path)
+        })?;
+        let b = num(v, &ar_path, k)?;
+        if b > 0.0 {
+            Ok(b)
+        } else {
+            Err(field(k, "bandwidth must be positive").in_file(&ar_path))
+        }
+    };
+    if gpus >= 2 {
+        allreduce.insert(
+            gpus.to_string(),
+            1.0 / bw(&format!("allreduce_size_{gpus}_consec_1"))?,
+        );
+    }
+    let mut n = gpus / 2;
+    while n >= 2 {
+        allreduce.insert(
+            format!("{n}_0"),
+            1.0 / bw(&format!("allreduce_size_{n}_consec_0"))?,
+        );
+        allreduce.insert(
+            format!("{n}_1"),
+            1.0 / bw(&format!("allreduce_size_{n}_consec_1"))?,
+        );
+        n /= 2;
+    }
+    let p2p_file = read_json(&p2p_path)?;
+    let mut p2p = BTreeMap::new();
+    for (k, v) in &p2p_file {
+        if let Some(pp) = k.strip_prefix("pp_size_") {
+            let b = num(v, &p2p_path, k)?;
+            if b <= 0.0 {
+                return Err(field(k, "bandwidth must be positive").in_file(&p2p_path));
+            }
+            p2p.insert(pp.to_string(), 1.0 / b);
+        }
+    }
+    let ov = read_json(&ov_path)?;
+    let overlap = ov
+        .get("overlap_coe")
+        .ok_or_else(|| field("overlap_coe", "missing").in_file(&ov_path))
+        .and_then(|v| num(v, &ov_path, "overlap_coe"))?;
+    let lt = LayerTypes {
+        types,
+        other,
+        hardware: Hardware {
+            allreduce_ms_per_mb: allreduce,
+            p2p_ms_per_mb: p2p,
+            overlap_coe: overlap,
+        },
+        settings,
+    };
+    let total: usize = lt.counts().iter().sum();
+    lt.check(total)?;
+    instance(&lt, &model_name, &ignored, &notes)
+}
+
+/// The pipeplan instance of an extension: one chain layer per profiled layer, per sample.
+fn instance(
+    lt: &LayerTypes,
+    name: &str,
+    ignored: &[String],
+    notes: &[String],
+) -> Result<Instance, InputError> {
+    let s = &lt.settings;
+    let elem = if s.mixed() { 2.0 } else { 4.0 };
+    let mut layers = Vec::new();
+    for t in &lt.types {
+        let out = t.seq_len * t.hidden_size * elem;
+        for j in 0..t.layers {
+            layers.push(Layer {
+                name: format!("{}_{j}", t.name),
+                kind: Some(t.name.clone()),
+                forward: t.forward_ms_per_sample,
+                backward: 2.0 * t.forward_ms_per_sample,
+                weights: t.parameter_mb * MB,
+                output: out,
+                saved: Some(t.activation(1).unwrap_or(0.0) * MB),
+                cut: None,
+            });
+        }
+    }
+    let first = &lt.types[0];
+    let coe_bw = |c: Option<f64>| c.filter(|c| *c > 0.0).map(|c| 1e9 / c);
+    let intra = coe_bw(lt.hardware.coe_plain(2)).unwrap_or(1e11);
+    let inter = coe_bw(
+        lt.hardware
+            .p2p_ms_per_mb
+            .get(&s.gpu_num().to_string())
+            .copied(),
+    );
+    let mut source = format!(
+        "Galvatron profiles of {name}, imported by pipeplan: chain per sample (model.batch 1), \
+         backward = 2 x forward (the engine's bct_fct_coe), weights = parameter_size MB, saved = \
+         tp-1 activation per sample; cluster bandwidths are informative (the layer_types \
+         extension carries the engine's coefficients)."
+    );
+    if !ignored.is_empty() {
+        source.push_str(&format!(
+            " Engine arguments not used by pipeplan: {}.",
+            ignored.join(", ")
+        ));
+    }
+    for n in notes {
+        source.push_str(&format!(" {n}."));
+    }
+    let mb = if s.settle_bsz > 0 && s.settle_chunk > 0 {
+        Some(((s.settle_bsz / s.settle_chunk) as u32).max(1))
+    } else {
+        None
+    };
+    let inst = Instance {
+        format: FORMAT.into(),
+        name: name.to_string(),
+        source,
+        model: Model {
+            name: name.to_string(),
+            batch: 1,
+            input: first.seq_len * first.hidden_size * elem,
+            layers,
+        },
+        cluster: Cluster {
+            gpus: s.gpu_num(),
+            gpus_per_node: Some(s.num_gpus_per_node),
+            memory: s.memory_constraint * 1024.0 * MB,
+            bandwidth: Bandwidth {
+                intra_node: intra,
+                inter_node: inter,
+            },
+            pcie: None,
+        },
+        training: Training {
+            micro_batch: mb,
+            micro_batches: (s.settle_chunk > 0).then_some(s.settle_chunk as u32),
+            schedule: match s.pipeline_type {
+                super::settings::PipelineType::Gpipe => crate::instance::ScheduleKind::Gpipe,
+                super::settings::PipelineType::PipedreamFlush => {
+                    crate::instance::ScheduleKind::OneFOneB
+                }
+            },
+            weight_versions: 1,
+            optimizer_state_factor: 2.0,
+            precision: Some(if s.mixed() {
+                Precision::Mixed
+            } else {
+                Precision::Fp32
+            }),
+        },
+        extensions: [(
+            EXTENSION.to_string(),
+            serde_json::to_value(lt).expect("serializes"),
+        )]
+        .into(),
+    };
+    inst.validate()?;
+    Ok(inst)
+}
+
+/// Reads the config file and imports.
+pub fn import_file(config: &Path, root: &Path) -> Result<Instance, InputError> {
+    let text = std::fs::read_to_string(config).map_err(|e| InputError::Io {
+        path: config.display().to_string(),
+        message: e.to_string(),
+    })?;
+    let doc: Value =
+        crate::error::parse_json(&text, "config document").map_err(|e| e.in_file(config))?;
+    import(&doc, root).map_err(|e| e.in_file(config))
+}

@@ -1,0 +1,227 @@
+//! The engine's search arguments (a subset of Hetu-Galvatron's `search_engine` arguments) and the
+//! switches that turn each of the engine's quirks on or off.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// Pipeline schedule the engine's memory model assumes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum PipelineType {
+    /// All forwards then all backwards: every stage keeps one micro-batch's activations per
+    /// chunk (the engine's `gpipe`).
+    Gpipe,
+    /// 1F1B with a flush (the engine's `pipedream_flush`): stage s keeps min(P - s, chunks)
+    /// micro-batches.
+    PipedreamFlush,
+}
+
+/// Search arguments, named as the engine's command-line flags. Defaults are the engine's.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct Settings {
+    /// Number of nodes.
+    pub num_nodes: u32,
+    /// GPUs per node.
+    pub num_gpus_per_node: u32,
+    /// Memory budget per GPU in GB (the engine multiplies by 1024 to get MB).
+    pub memory_constraint: f64,
+    /// `fp32`, `fp16` or `bf16`; anything but `fp32` halves communication volumes.
+    pub mixed_precision: String,
+    /// Pipeline schedule of the memory model.
+    pub pipeline_type: PipelineType,
+    /// `ddp` or `zero2`: whether plain data parallelism shards optimizer states (ZeRO-2).
+    pub default_dp_type: String,
+    /// Fixed global batch size (0 or -1: search `min_bsz..max_bsz` by `bsz_scale`).
+    pub settle_bsz: i64,
+    /// Fixed number of micro-batches (-1: every divisor of the batch size).
+    pub settle_chunk: i64,
+    /// Smallest batch size searched.
+    pub min_bsz: u32,
+    /// Largest batch size searched.
+    pub max_bsz: u32,
+    /// Step of the batch-size search.
+    pub bsz_scale: u32,
+    /// Disable plain data parallelism.
+    pub disable_dp: bool,
+    /// Disable tensor parallelism.
+    pub disable_tp: bool,
+    /// Disable pipeline parallelism.
+    pub disable_pp: bool,
+    /// Disable sharded data parallelism (ZeRO-3); also fixes `embed_sdp` to 0.
+    pub disable_sdp: bool,
+    /// Disable activation checkpointing.
+    pub disable_ckpt: bool,
+    /// Disable non-consecutive tensor-parallel groups.
+    pub disable_tp_consec: bool,
+    /// Disable vocabulary tensor parallelism (the embedding/head always at tp 1).
+    pub disable_vtp: bool,
+    /// Largest tensor-parallel degree.
+    pub max_tp_deg: u32,
+    /// Largest pipeline degree.
+    pub max_pp_deg: u32,
+    /// `full`, `dp+tp`, `dp+pp`, `3d`, `dp`, `sdp`, `tp` or `pp`.
+    pub search_space: String,
+    /// Activations of checkpointed layers divided by tp (Megatron sequence parallelism).
+    pub sequence_parallel: bool,
+    /// Multiplier on every layer time.
+    pub costmodel_coe: f64,
+    /// Gradients reduced asynchronously (changes the ZeRO ratios when chunks > 1).
+    pub async_grad_reduce: bool,
+    /// Memory of every DP state in MB (the engine: 1). Coarser units make derived instances fast;
+    /// memory is always rounded up, so a coarser unit never under-estimates.
+    pub memory_unit_mb: f64,
+    /// The engine's quirks (each on by default: they are part of matching the engine).
+    pub quirks: Quirks,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            num_nodes: 1,
+            num_gpus_per_node: 8,
+            memory_constraint: 24.0,
+            mixed_precision: "bf16".into(),
+            pipeline_type: PipelineType::PipedreamFlush,
+            default_dp_type: "ddp".into(),
+            settle_bsz: 0,
+            settle_chunk: -1,
+            min_bsz: 8,
+            max_bsz: 8,
+            bsz_scale: 8,
+            disable_dp: false,
+            disable_tp: false,
+            disable_pp: false,
+            disable_sdp: false,
+            disable_ckpt: false,
+            disable_tp_consec: false,
+            disable_vtp: false,
+            max_tp_deg: 8,
+            max_pp_deg: 8,
+            search_space: "full".into(),
+            sequence_parallel: false,
+            costmodel_coe: 1.0,
+            async_grad_reduce: true,
+            memory_unit_mb: 1.0,
+            quirks: Quirks::default(),
+        }
+    }
+}
+
+impl Settings {
+    /// Total GPUs.
+    pub fn gpu_num(&self) -> u32 {
+        self.num_nodes * self.num_gpus_per_node
+    }
+    /// Whether communication volumes are halved (anything but fp32).
+    pub fn mixed(&self) -> bool {
+        self.mixed_precision != "fp32"
+    }
+    /// ZeRO-2 for plain data parallelism.
+    pub fn zero2(&self) -> bool {
+        self.default_dp_type == "zero2"
+    }
+    /// The batch sizes the outer search visits (the engine's `set_searching_bsz`).
+    pub fn batch_sizes(&self) -> Vec<u32> {
+        if self.settle_bsz > 0 {
+            return vec![self.settle_bsz as u32];
+        }
+        let scale = self.bsz_scale.max(1);
+        let min = self.min_bsz.max(scale) / scale * scale;
+        let max = if self.max_bsz % scale != 0 {
+            self.max_bsz.div_ceil(scale) * scale
+        } else {
+            self.max_bsz + scale
+        };
+        (min..max).step_by(scale as usize).collect()
+    }
+    /// Checks the values the cost model divides by or indexes with.
+    pub fn check(&self, field: &str) -> Result<(), crate::InputError> {
+        let bad = |k: &str, m: &str| Err(crate::InputError::field(format!("{field}.{k}"), m));
+        let pow2 = |v: u32| v >= 1 && v.is_power_of_two();
+        if !pow2(self.gpu_num()) {
+            return bad(
+                "num_gpus_per_node",
+                "nodes x GPUs per node must be a power of two",
+            );
+        }
+        if !(self.memory_constraint.is_finite() && self.memory_constraint > 0.0) {
+            return bad("memory_constraint", "must be a positive number of GB");
+        }
+        if !pow2(self.max_tp_deg) || !pow2(self.max_pp_deg) {
+            return bad(
+                "max_tp_deg",
+                "max_tp_deg and max_pp_deg must be powers of two",
+            );
+        }
+        if !["fp32", "fp16", "bf16"].contains(&self.mixed_precision.as_str()) {
+            return bad("mixed_precision", "expected fp32, fp16 or bf16");
+        }
+        if !["ddp", "zero2"].contains(&self.default_dp_type.as_str()) {
+            return bad("default_dp_type", "expected ddp or zero2");
+        }
+        if !["full", "dp+tp", "dp+pp", "3d", "dp", "sdp", "tp", "pp"]
+            .contains(&self.search_space.as_str())
+        {
+            return bad(
+                "search_space",
+                "expected full, dp+tp, dp+pp, 3d, dp, sdp, tp or pp",
+            );
+        }
+        if self.disable_dp && self.disable_sdp {
+            return bad(
+                "disable_sdp",
+                "disable_dp and disable_sdp together leave no strategy",
+            );
+        }
+        if self.settle_bsz <= 0 && (self.bsz_scale == 0 || self.max_bsz == 0) {
+            return bad("bsz_scale", "give settle_bsz, or bsz_scale and max_bsz > 0");
+        }
+        if !(self.memory_unit_mb.is_finite() && self.memory_unit_mb >= 1.0) {
+            return bad("memory_unit_mb", "must be at least 1");
+        }
+        if !(self.costmodel_coe.is_finite() && self.costmodel_coe > 0.0) {
+            return bad("costmodel_coe", "must be positive");
+        }
+        Ok(())
+    }
+}
+
+/// The engine's quirks: behaviours of the reference code that a clean model would not have.
+/// Each is on by default (to reproduce the engine); turning one off gives the clean variant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct Quirks {
+    /// Reserve 20% of the budget for the PyTorch cache when the budget exceeds 20 GB
+    /// (`DpOnModel.mem_cache`).
+    pub mem_cache: bool,
+    /// The `+ 0.003` bias in the ZeRO-2/ZeRO-3 model-state ratios.
+    pub zero_bias: bool,
+    /// The FSDP all-gather time stays in the "compute only" layer time (the engine zeroes the DP
+    /// message after deriving the all-gather volume from it).
+    pub fsdp_allgather_in_compute: bool,
+    /// The warm-up/cool-down lower bound `max(min(P-1,m-1) c0/3, sum c_1..)/3 + ...` of the
+    /// pipeline cost.
+    pub bubble_bound: bool,
+    /// The tie-break biases (1e-10 .. 3e-9) that replace the transition cost between strategies
+    /// differing only in fsdp / checkpointing.
+    pub transition_biases: bool,
+    /// The extra transition case "world 8, tp 4 -> tp 2 with a different consecutive flag".
+    pub transition_case3: bool,
+    /// With one layer type, pp stages are divided evenly (not memory-balanced).
+    pub even_division_single_type: bool,
+}
+
+impl Default for Quirks {
+    fn default() -> Self {
+        Quirks {
+            mem_cache: true,
+            zero_bias: true,
+            fsdp_allgather_in_compute: true,
+            bubble_bound: true,
+            transition_biases: true,
+            transition_case3: true,
+            even_division_single_type: true,
+        }
+    }
+}

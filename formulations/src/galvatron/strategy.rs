@@ -1,0 +1,204 @@
+//! The strategy space: the engine's decision tree over pp, tp, dp, sdp (fsdp), the consecutive-tp
+//! flag and activation checkpointing (`generate_strategies` / `generate_dp_tp_pp_sdp`).
+
+use super::settings::Settings;
+use std::fmt;
+
+/// One per-layer strategy `[pp, tp, dp, {tp: consec, fsdp, cpt}]` (pp is the model's).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Strategy {
+    /// Pipeline degree.
+    pub pp: u32,
+    /// Tensor-parallel degree.
+    pub tp: u32,
+    /// Data-parallel degree.
+    pub dp: u32,
+    /// Consecutive tp groups (`Some` only when 1 < tp < world / pp, the engine's `'tp'` key).
+    pub consec: Option<bool>,
+    /// Sharded data parallelism (`Some` only when dp > 1, the engine's `'fsdp'` key).
+    pub fsdp: Option<bool>,
+    /// Activation checkpointing.
+    pub cpt: bool,
+}
+
+impl Strategy {
+    /// Whether fsdp (ZeRO-3) is on.
+    pub fn sdp(&self) -> bool {
+        self.fsdp == Some(true)
+    }
+    /// The engine's `match_strategy(a, b, except_keys)`: same degrees and same dict entries
+    /// apart from the excepted keys (`"fsdp"`, `"cpt"`).
+    pub fn matches_except(&self, o: &Strategy, fsdp: bool, cpt: bool) -> bool {
+        (self.pp, self.tp, self.dp) == (o.pp, o.tp, o.dp)
+            && self.consec == o.consec
+            && (fsdp || self.fsdp == o.fsdp)
+            && (cpt || self.cpt == o.cpt)
+    }
+}
+
+impl fmt::Display for Strategy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}-{}-{}", self.pp, self.tp, self.dp)?;
+        if let Some(c) = self.consec {
+            f.write_str(if c { "*" } else { "" })?;
+        }
+        if self.sdp() {
+            f.write_str("f")?;
+        }
+        if self.cpt {
+            f.write_str("-c")?;
+        }
+        Ok(())
+    }
+}
+
+fn push_degrees(out: &mut Vec<Strategy>, pp: u32, tp: u32, gpus: u32, sdp: bool) {
+    let dp = gpus / (pp * tp);
+    let base = Strategy {
+        pp,
+        tp,
+        dp,
+        consec: None,
+        fsdp: None,
+        cpt: false,
+    };
+    if tp == 1 || tp == gpus / pp {
+        if dp == 1 {
+            out.push(base);
+        } else {
+            out.push(Strategy {
+                fsdp: Some(false),
+                ..base
+            });
+            if sdp {
+                out.push(Strategy {
+                    fsdp: Some(true),
+                    ..base
+                });
+            }
+        }
+    } else {
+        for consec in [false, true] {
+            out.push(Strategy {
+                consec: Some(consec),
+                fsdp: Some(false),
+                ..base
+            });
+            if sdp {
+                out.push(Strategy {
+                    consec: Some(consec),
+                    fsdp: Some(true),
+                    ..base
+                });
+            }
+        }
+    }
+}
+
+/// The engine's strategy list in its order (ckpt variants appended after all others).
+/// `search_space` other than `full` applies the engine's presets.
+pub fn generate(s: &Settings) -> Vec<Strategy> {
+    let gpus = s.gpu_num();
+    let degrees: Vec<u32> = (0..=gpus.trailing_zeros()).map(|k| 1 << k).collect();
+    let mut out = Vec::new();
+    let (mut disable_sdp, mut disable_pp, mut disable_tp) =
+        (s.disable_sdp, s.disable_pp, s.disable_tp);
+    match s.search_space.as_str() {
+        "full" | "dp+tp" | "dp+pp" => {
+            let pps: &[u32] = if s.search_space == "dp+tp" {
+                &[1]
+            } else {
+                &degrees
+            };
+            for &pp in pps {
+                let tps: &[u32] = if s.search_space == "dp+pp" {
+                    &[1]
+                } else {
+                    &degrees
+                };
+                for &tp in tps {
+                    if pp * tp <= gpus {
+                        push_degrees(&mut out, pp, tp, gpus, s.search_space == "full");
+                    }
+                }
+            }
+            if s.search_space == "dp+tp" {
+                disable_sdp = true;
+                disable_pp = true;
+            } else if s.search_space == "dp+pp" {
+                disable_sdp = true;
+                disable_tp = true;
+            }
+        }
+        other => {
+            // The presets also disable checkpointing.
+            let st = match other {
+                "3d" => Strategy {
+                    pp: 2,
+                    tp: 2,
+                    dp: gpus / 4,
+                    consec: Some(true),
+                    fsdp: Some(false),
+                    cpt: false,
+                },
+                "dp" => Strategy {
+                    pp: 1,
+                    tp: 1,
+                    dp: gpus,
+                    consec: None,
+                    fsdp: Some(false),
+                    cpt: false,
+                },
+                "sdp" => Strategy {
+                    pp: 1,
+                    tp: 1,
+                    dp: gpus,
+                    consec: None,
+                    fsdp: Some(true),
+                    cpt: false,
+                },
+                "tp" => {
+                    let dp = gpus / s.max_tp_deg;
+                    Strategy {
+                        pp: 1,
+                        tp: s.max_tp_deg,
+                        dp,
+                        consec: (dp > 1).then_some(true),
+                        fsdp: Some(false),
+                        cpt: false,
+                    }
+                }
+                _ => Strategy {
+                    pp: s.max_pp_deg,
+                    tp: 1,
+                    dp: gpus / s.max_pp_deg,
+                    consec: None,
+                    fsdp: Some(false),
+                    cpt: false,
+                },
+            };
+            // The presets skip the disable_* filters (as the engine does).
+            return vec![st];
+        }
+    }
+    let mut kept: Vec<Strategy> = out
+        .into_iter()
+        .filter(|st| {
+            !(s.disable_dp && st.dp > 1 && st.fsdp == Some(false)
+                || disable_sdp && st.dp > 1 && st.fsdp == Some(true)
+                || disable_tp && st.tp > 1
+                || disable_pp && st.pp > 1
+                || s.disable_tp_consec && st.consec == Some(false)
+                || st.tp > s.max_tp_deg
+                || st.pp > s.max_pp_deg)
+        })
+        .collect();
+    if !s.disable_ckpt {
+        let cpt: Vec<Strategy> = kept
+            .iter()
+            .map(|st| Strategy { cpt: true, ..*st })
+            .collect();
+        kept.extend(cpt);
+    }
+    kept
+}

@@ -1,0 +1,341 @@
+//! Galvatron formulations: importer, strategy space, cost model (hand-computed values on the
+//! hand-written fixtures of `tests/fixtures/galvatron/`), derivation, and input errors.
+
+use pipeplan_formulations::galvatron::cost::{
+    chunk_like_torch, layer_memory, layer_time, other_time, pipeline_cost, transition, MemoryCall,
+    PipelineCall,
+};
+use pipeplan_formulations::galvatron::derive::{derive, layer_types};
+use pipeplan_formulations::galvatron::import::{import, import_file};
+use pipeplan_formulations::galvatron::{strategy, LayerTypes, PipelineType, Strategy};
+use pipeplan_formulations::Instance;
+use std::path::{Path, PathBuf};
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/galvatron")
+}
+
+fn tiny() -> (Instance, LayerTypes) {
+    let inst = import_file(&fixtures().join("config.json"), &fixtures()).expect("imports");
+    let lt = LayerTypes::from_instance(&inst)
+        .unwrap()
+        .expect("extension");
+    (inst, lt)
+}
+
+fn close(a: f64, b: f64) {
+    assert!((a - b).abs() <= 1e-9 * b.abs().max(1e-12), "{a} != {b}");
+}
+
+fn st(pp: u32, tp: u32, dp: u32, consec: Option<bool>, fsdp: Option<bool>, cpt: bool) -> Strategy {
+    Strategy {
+        pp,
+        tp,
+        dp,
+        consec,
+        fsdp,
+        cpt,
+    }
+}
+
+#[test]
+fn import_reads_profiles_settings_and_hardware() {
+    let (inst, lt) = tiny();
+    assert_eq!(inst.num_layers(), 8);
+    assert_eq!(inst.cluster.gpus, 4);
+    assert_eq!(lt.counts(), vec![4, 4]);
+    assert_eq!(lt.types[1].parameter_mb, 64.0);
+    assert_eq!(lt.types[0].forward_ms_per_sample, 2.0);
+    assert_eq!(lt.other.forward_ms_per_sample, 1.0);
+    assert!(lt.settings.zero2() && lt.settings.settle_bsz == 16);
+    assert_eq!(lt.settings.pipeline_type, PipelineType::PipedreamFlush);
+    close(lt.hardware.coe("4").unwrap(), 0.01);
+    close(lt.hardware.coe("2_0").unwrap(), 1.0 / 80.0);
+    close(lt.hardware.coe("2_1").unwrap(), 1.0 / 125.0);
+    close(lt.hardware.p2p_ms_per_mb["2"], 1.0 / 50.0);
+    assert_eq!(lt.hardware.coe("1"), Some(0.0));
+    assert!(
+        inst.source.contains("some_engine_flag_pipeplan_ignores"),
+        "{}",
+        inst.source
+    );
+    // The instance round-trips through JSON with its extension.
+    let back = Instance::from_json(&inst.to_json()).unwrap();
+    assert_eq!(LayerTypes::from_instance(&back).unwrap().unwrap(), lt);
+}
+
+#[test]
+fn strategy_tree_and_engine_options() {
+    let (_, lt) = tiny();
+    let mut s = lt.settings.clone();
+    // 4 GPUs: pp1 {tp1 dp4 x2, tp2 dp2 x4, tp4}, pp2 {tp1 dp2 x2, tp2}, pp4 -> 11, x2 with ckpt.
+    assert_eq!(strategy::generate(&s).len(), 22);
+    s.disable_ckpt = true;
+    assert_eq!(strategy::generate(&s).len(), 11);
+    s.disable_sdp = true;
+    assert_eq!(strategy::generate(&s).len(), 7);
+    s.disable_tp_consec = true;
+    assert_eq!(strategy::generate(&s).len(), 6);
+    s.max_tp_deg = 2;
+    s.max_pp_deg = 2;
+    // Left: pp1 tp1 dp4, pp1 tp2 dp2 consec, pp2 tp1 dp2, pp2 tp2 dp1.
+    assert_eq!(strategy::generate(&s).len(), 4);
+    s.disable_pp = true;
+    assert!(strategy::generate(&s).iter().all(|x| x.pp == 1));
+    let mut s = lt.settings.clone();
+    s.disable_dp = true;
+    assert!(strategy::generate(&s).iter().all(|x| x.fsdp != Some(false)));
+    s.search_space = "dp".into();
+    assert_eq!(
+        strategy::generate(&s),
+        vec![st(1, 1, 4, None, Some(false), false)]
+    );
+}
+
+#[test]
+fn memory_matches_hand_computation() {
+    let (_, lt) = tiny();
+    let call = MemoryCall {
+        bsz: 16,
+        mbsz: 4,
+        min_tp: 1,
+        stage: 0,
+        embed_sdp: false,
+        pipeline: PipelineType::PipedreamFlush,
+    };
+    let m = layer_memory(&lt, 0, &st(1, 1, 4, None, Some(false), false), &call).unwrap();
+    // One chunk of 4 samples per replica; ZeRO-2 (mixed, 1 chunk): 7/8 (1/4 + 0.003) + 1/8.
+    let z2 = 7.0 / 8.0 * (0.25 + 0.003) + 1.0 / 8.0;
+    close(m.activation, 80.0 * 4.0);
+    close(m.model_states, 192.0 * z2);
+    close(m.total, 192.0 * z2 + 320.0);
+    let (k1, o1) = &m.other[0];
+    assert_eq!(*k1, 1);
+    close(o1[0], 400.0 * z2 + 40.0 * 4.0 + 1024.0);
+    let (k2, o2) = &m.other[1];
+    assert_eq!(*k2, 2);
+    let z2_2 = 7.0 / 8.0 * (0.5 + 0.003) + 1.0 / 8.0;
+    close(o2[0], 200.0 * z2_2 + 20.0 * 8.0 + 1024.0);
+
+    // 1F1B: pp 2, 4 chunks of 2: stage 0 keeps 2 micro-batches, stage 1 keeps 1.
+    let s = st(2, 1, 2, None, Some(false), false);
+    let c0 = MemoryCall { mbsz: 2, ..call };
+    let c1 = MemoryCall { stage: 1, ..c0 };
+    close(layer_memory(&lt, 0, &s, &c0).unwrap().activation, 320.0);
+    close(layer_memory(&lt, 0, &s, &c1).unwrap().activation, 160.0);
+    let z2_async = 6.0 / 8.0 * (0.5 + 0.003) + 2.0 / 8.0;
+    close(
+        layer_memory(&lt, 0, &s, &c0).unwrap().model_states,
+        192.0 * z2_async,
+    );
+    // GPipe: every stage keeps all chunks, i.e. the activation of one micro-batch per chunk.
+    let g = MemoryCall {
+        pipeline: PipelineType::Gpipe,
+        ..c1
+    };
+    close(layer_memory(&lt, 0, &s, &g).unwrap().activation, 160.0);
+    // Checkpointing keeps only the layer input.
+    let sc = st(1, 1, 4, None, Some(true), true);
+    let mc = layer_memory(&lt, 1, &sc, &call).unwrap();
+    close(mc.activation, 8.0 * 4.0);
+    close(mc.model_states, 256.0 * (0.25 + 0.003));
+}
+
+#[test]
+fn time_matches_hand_computation() {
+    let (_, lt) = tiny();
+    // dp 4: fct 32, bct 64, gradient 144 MB (halved for bf16) at 0.01 ms/MB, overlap 1.25.
+    let dp = st(1, 1, 4, None, Some(false), false);
+    close(
+        layer_time(&lt, 0, &dp, 16.0, false).unwrap(),
+        (32.0 + 1.8 + (64.0 - 1.8 / 1.25)) * 0.001 / 4.0,
+    );
+    close(
+        layer_time(&lt, 0, &dp, 16.0, true).unwrap(),
+        96.0 * 0.001 / 4.0,
+    );
+    // tp 4: two allreduces fwd + bwd of 16 x 512 x 1024 fp32 values, halved for bf16.
+    let tp = st(1, 4, 1, None, None, false);
+    close(
+        layer_time(&lt, 0, &tp, 16.0, false).unwrap(),
+        (32.0 + 64.0 + 384.0 * 0.01) * 0.001 / 4.0,
+    );
+    // Checkpointing adds a forward to the backward and half again to the tp traffic.
+    let tpc = st(1, 4, 1, None, None, true);
+    close(
+        layer_time(&lt, 0, &tpc, 16.0, false).unwrap(),
+        (32.0 + 96.0 + 576.0 * 0.01) * 0.001 / 4.0,
+    );
+    // pp 2 adds the p2p message 2 x 2 x 8 x 512 x 1024 x 4 B / 2 = 64 MB at 1/50 ms/MB.
+    let pp = st(2, 2, 1, None, None, false);
+    let base = 2.0 * 16.0 / 2.0 * 4.0;
+    let tp_msg = 2.0 * 1.0 / 2.0 * (16.0 * 512.0 * 1024.0 * 16.0 / 1048576.0) * 4.0 / 2.0;
+    let expect = (base + 2.0 * base + tp_msg * (1.0 / 125.0) + 64.0 / 50.0) * 0.001 / 4.0;
+    close(layer_time(&lt, 0, &pp, 16.0, false).unwrap(), expect);
+}
+
+#[test]
+fn other_time_pipeline_cost_and_transitions() {
+    let (_, lt) = tiny();
+    // pp 1, vocab tp 1 on 4 GPUs: embedding gradient 400/4 MB over dp 4 (x 3/4), 3 x forward.
+    let o = other_time(&lt, 4, 1, 1, 4).unwrap();
+    assert_eq!(o.iter().map(|x| x.0).collect::<Vec<_>>(), vec![1, 2, 4]);
+    close(o[0].1[0], 0.001 * (100.0 * 0.01 * 0.75 + 4.0 * 3.0));
+    let s = vec![st(1, 1, 4, None, Some(false), false); 8];
+    let pc = pipeline_cost(
+        &lt,
+        &s,
+        &PipelineCall {
+            partition: &[8],
+            chunks: &[1, 1],
+            bsz: 16,
+            min_tp: 1,
+            other_time: &o[0].1,
+        },
+    )
+    .unwrap();
+    let compute: f64 = (0..8)
+        .map(|l| layer_time(&lt, l / 4, &s[l], 16.0, true).unwrap())
+        .sum::<f64>()
+        + o[0].1[0];
+    let reduce: f64 = (0..8)
+        .map(|l| layer_time(&lt, l / 4, &s[l], 16.0, false).unwrap())
+        .sum();
+    close(pc.iteration, compute + (reduce - compute).max(0.0));
+    // Transitions: tp 1 -> 2 pays (2-1)/2 x mbsz x seq x hidden x 2 B / 2 at the tp coefficient.
+    let a = st(1, 1, 4, None, Some(false), false);
+    let b = st(1, 2, 2, Some(true), Some(false), false);
+    close(
+        transition(&lt, 0, &a, &b, 4).unwrap(),
+        0.5 * 4.0 * 512.0 * 1024.0 * 2.0 / 2.0 * (1.0 / 125.0) * 1e-7,
+    );
+    assert_eq!(transition(&lt, 0, &b, &a, 4).unwrap(), 0.0);
+    let bf = Strategy {
+        fsdp: Some(true),
+        ..b
+    };
+    assert_eq!(transition(&lt, 0, &b, &bf, 4).unwrap(), 1e-9);
+    let mut off = lt.clone();
+    off.settings.quirks.transition_biases = false;
+    assert_eq!(transition(&off, 0, &b, &bf, 4).unwrap(), 0.0);
+    assert_eq!(chunk_like_torch(10, 4), vec![3, 3, 3, 1]);
+    assert_eq!(chunk_like_torch(4, 3), vec![2, 2]);
+}
+
+#[test]
+fn derivation_covers_every_shipped_instance() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../instances");
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.extension().and_then(|x| x.to_str()) != Some("json") {
+            continue;
+        }
+        let inst = Instance::from_path(&p).unwrap();
+        let (lt, derived) = layer_types(&inst).unwrap();
+        assert!(derived);
+        assert_eq!(lt.counts().iter().sum::<usize>(), inst.num_layers());
+        let chain = inst.chain();
+        let l = inst.num_layers() - 1;
+        let mb = inst.micro_batch() as f64;
+        close(lt.types[l].forward_ms_per_sample * mb, chain.forward[l]);
+        close(
+            lt.types[l].activation(1).unwrap() * mb * 1048576.0,
+            chain.saved[l],
+        );
+        close(lt.types[l].parameter_mb * 1048576.0, chain.weights[l]);
+        assert_eq!(lt.settings.gpu_num(), inst.cluster.gpus);
+    }
+    // An extension in the instance wins over the derivation.
+    let (inst, lt) = tiny();
+    assert_eq!(layer_types(&inst).unwrap(), (lt, false));
+    assert_ne!(derive(&inst).types.len(), 2);
+}
+
+fn config_doc() -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(fixtures().join("config.json")).unwrap()).unwrap()
+}
+
+fn copy_fixtures(tag: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("pipeplan-galvatron-{tag}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for e in std::fs::read_dir(fixtures()).unwrap() {
+        let p = e.unwrap().path();
+        std::fs::copy(&p, dir.join(p.file_name().unwrap())).unwrap();
+    }
+    dir
+}
+
+#[test]
+fn missing_profile_keys_are_named() {
+    let dir = copy_fixtures("missing");
+    let mem = dir.join("memory_profiling_bf16_tiny.json");
+    let mut m: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&mem).unwrap()).unwrap();
+    m.as_object_mut().unwrap().remove("layertype_1");
+    std::fs::write(&mem, m.to_string()).unwrap();
+    let e = import(&config_doc(), &dir).unwrap_err().to_string();
+    assert!(
+        e.contains("layertype_1") && e.contains("layer type 1") && e.contains("memory_profiling"),
+        "{e}"
+    );
+
+    let ar = dir.join("allreduce_bandwidth_1nodes_4gpus_per_node.json");
+    std::fs::write(&ar, r#"{"allreduce_size_4_consec_1": 100.0}"#).unwrap();
+    std::fs::copy(fixtures().join("memory_profiling_bf16_tiny.json"), &mem).unwrap();
+    let e = import(&config_doc(), &dir).unwrap_err().to_string();
+    assert!(e.contains("allreduce_size_2_consec_0"), "{e}");
+
+    let mut doc = config_doc();
+    doc["config"]["model_layer_configs"]
+        .as_array_mut()
+        .unwrap()
+        .push(serde_json::json!({"hidden_size": 8, "layer_num": 1, "seq_len": 512}));
+    let e = import(&doc, &fixtures()).unwrap_err().to_string();
+    assert!(
+        e.contains("layertype_2"),
+        "an unknown layer type is named: {e}"
+    );
+
+    let mut doc = config_doc();
+    doc["config"]["memory_constraint"] = serde_json::json!(-1);
+    let e = import(&doc, &fixtures()).unwrap_err().to_string();
+    assert!(e.contains("config.memory_constraint"), "{e}");
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn bad_extension_fields_are_named() {
+    let (inst, _) = tiny();
+    let mut bad = inst.clone();
+    bad.extensions.get_mut("layer_types").unwrap()["types"][0]["layers"] = serde_json::json!(3);
+    let e = LayerTypes::from_instance(&bad).unwrap_err().to_string();
+    assert!(
+        e.contains("layer counts sum to 7") && e.contains("8 layers"),
+        "{e}"
+    );
+    let mut bad = inst.clone();
+    bad.extensions.get_mut("layer_types").unwrap()["types"][1]["activation_mb_per_sample"]["3"] =
+        serde_json::json!(1.0);
+    let e = LayerTypes::from_instance(&bad).unwrap_err().to_string();
+    assert!(e.contains("types[1].activation_mb_per_sample.3"), "{e}");
+    let mut bad = inst;
+    bad.extensions.get_mut("layer_types").unwrap()["types"][0]["colour"] = serde_json::json!(1);
+    let e = LayerTypes::from_instance(&bad).unwrap_err().to_string();
+    assert!(
+        e.contains("extensions.layer_types") && e.contains("colour"),
+        "{e}"
+    );
+    // A missing activation for a tp degree is reported by the cost model with the layer type.
+    let (_, mut lt) = tiny();
+    lt.types[0].activation_mb_per_sample.remove("4");
+    let call = MemoryCall {
+        bsz: 16,
+        mbsz: 4,
+        min_tp: 1,
+        stage: 0,
+        embed_sdp: false,
+        pipeline: PipelineType::Gpipe,
+    };
+    let e = layer_memory(&lt, 0, &st(1, 4, 1, None, None, false), &call).unwrap_err();
+    assert!(e.contains("layertype_0") && e.contains("tp 4"), "{e}");
+}

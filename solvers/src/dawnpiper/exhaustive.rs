@@ -1,0 +1,132 @@
+//! `dawnpiper-exhaustive`: the best partition over **every** cut position with the same MemOpt
+//! per stage, to measure BiPar's gap. The objective (max over stages of MemOpt's stage time)
+//! decomposes over stages, so a DP over (stage, last node) finds the optimum over all
+//! C(n-1, P-1) partitions with O(P n^2) MemOpt calls (checked against plain enumeration in
+//! `solvers/tests/dawnpiper.rs`). Limited to `max_nodes` nodes (default 64).
+
+use super::bipar::describe;
+use super::options::DpOptions;
+use super::stages::{build, StageCache};
+use crate::algorithm::{
+    Algorithm, Family, Solution, SolveError, SolveOptions, Stats, Status, Unsupported,
+};
+use pipeplan_formulations::dawnpiper::balance::Model;
+use pipeplan_formulations::{InputError, Instance};
+use std::time::Instant;
+
+/// Every cut position, same MemOpt.
+pub struct Exhaustive;
+
+/// Least max stage time over all partitions of nodes `0..n` into `p` stages and its cuts
+/// (None when no partition fits). `None` for the time limit: `Err(())`.
+#[allow(clippy::result_unit_err)]
+#[allow(clippy::needless_range_loop)]
+pub fn optimum(
+    cache: &mut StageCache,
+    p: usize,
+    deadline: Option<Instant>,
+) -> Result<Option<(f64, Vec<usize>)>, ()> {
+    let n = cache.model.len();
+    let inf = f64::INFINITY;
+    // best[s][e]: stages 0..=s cover nodes 0..=e; from[s][e]: first node of stage s.
+    let mut best = vec![vec![inf; n]; p];
+    let mut from = vec![vec![0usize; n]; p];
+    for e in 0..n {
+        let sp = cache.get(0, e, 0);
+        if sp.fits {
+            best[0][e] = sp.time;
+        }
+    }
+    for s in 1..p {
+        if deadline.is_some_and(|d| Instant::now() >= d) {
+            return Err(());
+        }
+        for e in s..n {
+            for a in s..=e {
+                let prev = best[s - 1][a - 1];
+                if prev == inf {
+                    continue;
+                }
+                let sp = cache.get(a, e, s);
+                if !sp.fits {
+                    continue;
+                }
+                let v = prev.max(sp.time);
+                if v < best[s][e] {
+                    best[s][e] = v;
+                    from[s][e] = a;
+                }
+            }
+        }
+    }
+    if best[p - 1][n - 1] == inf {
+        return Ok(None);
+    }
+    let mut cuts = vec![0; p - 1];
+    let mut e = n - 1;
+    for s in (1..p).rev() {
+        let a = from[s][e];
+        cuts[s - 1] = a - 1;
+        e = a - 1;
+    }
+    Ok(Some((best[p - 1][n - 1], cuts)))
+}
+
+impl Algorithm for Exhaustive {
+    fn name(&self) -> &'static str {
+        "dawnpiper-exhaustive"
+    }
+
+    fn family(&self) -> Family {
+        Family::Dawnpiper
+    }
+
+    fn description(&self) -> &'static str {
+        "DawnPiper reference: the best of every cut position with the same MemOpt (DP over \
+         stages, exact for that objective); small graphs only (--set max_nodes, default 64); \
+         --set schedule, memopt as dawnpiper"
+    }
+
+    fn exact(&self) -> bool {
+        true
+    }
+
+    fn supports(&self, _inst: &Instance) -> Result<(), Unsupported> {
+        Ok(())
+    }
+
+    fn solve(&self, inst: &Instance, opts: &SolveOptions) -> Result<Solution, SolveError> {
+        let mut keys = DpOptions::KEYS.to_vec();
+        keys.push("max_nodes");
+        opts.check_params(self.name(), &keys)?;
+        let o = DpOptions::from(inst, opts)?;
+        if inst.num_layers() > o.max_nodes {
+            return Err(SolveError::Input(InputError::field(
+                "--set max_nodes",
+                format!(
+                    "the graph has {} nodes, above the exhaustive reference's limit {}; raise it \
+                     (the work grows as P n^2)",
+                    inst.num_layers(),
+                    o.max_nodes
+                ),
+            )));
+        }
+        let p = opts.stage_count(inst)?;
+        let start = Instant::now();
+        let deadline = opts.time_limit.map(|d| start + d);
+        let model = Model::new(inst, o.kind, p)?;
+        let mut cache = StageCache::new(&model, o);
+        let best = optimum(&mut cache, p, deadline)
+            .map_err(|_| SolveError::TimeLimit(opts.time_limit.map_or(0.0, |d| d.as_secs_f64())))?;
+        let Some((_, cuts)) = best else {
+            return Err(SolveError::Infeasible(format!(
+                "no partition into {p} stages fits {} per GPU, even with {} (schedule {})",
+                pipeplan_formulations::units::fmt_bytes(inst.cluster.memory),
+                describe(o),
+                o.kind
+            )));
+        };
+        let stats = Stats::new(Status::Optimal);
+        Ok(build(self, inst, &mut cache, &cuts, o.kind, stats))
+    }
+}

@@ -1,0 +1,124 @@
+//! Galvatron results in the common plan format: each pipeline stage's GPUs carry runs of layers
+//! with one strategy; a run is a [`Stage`], so a pipeline stage whose layers use different
+//! strategies becomes neighbouring stages on the same GPU set (one pipeline position for the
+//! evaluator under `1f1b` / `gpipe`).
+
+use super::search::{Engine, Found};
+use pipeplan_formulations::galvatron::cost::{layer_memory, MemoryCall};
+use pipeplan_formulations::galvatron::{LayerTypes, PipelineType, Strategy};
+use pipeplan_formulations::{Instance, Plan, Schedule, Stage};
+
+/// The plan of a search result.
+pub fn to_plan(inst: &Instance, lt: &LayerTypes, f: &Found) -> Plan {
+    let b = &f.best;
+    let per = inst.cluster.gpus / b.pp;
+    let mut stages = Vec::new();
+    let mut start = 0;
+    for (i, &n) in b.partition.iter().enumerate() {
+        let gpus: Vec<u32> = (i as u32 * per..(i as u32 + 1) * per).collect();
+        let mut l = start;
+        while l < start + n {
+            let s = b.strategies[l];
+            let mut e = l;
+            while e + 1 < start + n && b.strategies[e + 1] == s {
+                e += 1;
+            }
+            stages.push(Stage {
+                dp: s.dp,
+                tp: s.tp,
+                sdp: s.sdp(),
+                checkpoint: if s.cpt { (l..=e).collect() } else { Vec::new() },
+                gpus: gpus.clone(),
+                ..Stage::single(l, e, gpus[0])
+            });
+            l = e + 1;
+        }
+        start += n;
+    }
+    let m = Some(b.chunks as u32);
+    let schedule = match lt.settings.pipeline_type {
+        PipelineType::Gpipe => Schedule::Gpipe { micro_batches: m },
+        PipelineType::PipedreamFlush => Schedule::OneFOneB { micro_batches: m },
+    };
+    Plan { stages, schedule }
+}
+
+/// Claimed memory per GPU (bytes): the stage's memory in the engine's model.
+pub fn peak_per_gpu(inst: &Instance, f: &Found) -> Vec<f64> {
+    let per = (inst.cluster.gpus / f.best.pp) as usize;
+    let mut out = Vec::new();
+    for m in &f.best.mem_cost {
+        out.extend(std::iter::repeat_n(m * 1024.0 * 1024.0, per));
+    }
+    out
+}
+
+/// `pp-tp-dp[*][f][-c]` per layer, runs compressed as `s x n`.
+pub fn strategy_string(s: &[Strategy]) -> String {
+    let mut out: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < s.len() {
+        let mut j = i;
+        while j + 1 < s.len() && s[j + 1] == s[i] {
+            j += 1;
+        }
+        out.push(format!("{} x{}", s[i], j + 1 - i));
+        i = j + 1;
+    }
+    out.join(", ")
+}
+
+/// Why nothing fits: the cheapest strategy of the heaviest layer type vs. the budget.
+pub fn why_infeasible(engine: &Engine) -> String {
+    let lt = engine.lt;
+    let s = &lt.settings;
+    let budget = s.memory_constraint * 1024.0;
+    let gpus = s.gpu_num();
+    let bsz = s.batch_sizes().first().copied().unwrap_or(1) as u64;
+    let mut worst: Option<(f64, String, Strategy)> = None;
+    for (ty, t) in lt.types.iter().enumerate() {
+        let mut cheapest: Option<(f64, Strategy)> = None;
+        for st in &engine.strategies {
+            let call = MemoryCall {
+                bsz,
+                mbsz: (bsz / (gpus / st.pp) as u64).max(1),
+                min_tp: 1,
+                stage: 0,
+                embed_sdp: !s.disable_sdp,
+                pipeline: s.pipeline_type,
+            };
+            if let Ok(m) = layer_memory(lt, ty, st, &call) {
+                let total = m.total * t.layers as f64 / st.pp as f64;
+                if cheapest.is_none_or(|(c, _)| total < c) {
+                    cheapest = Some((total, *st));
+                }
+            }
+        }
+        if let Some((c, st)) = cheapest {
+            if worst.as_ref().is_none_or(|(w, _, _)| c > *w) {
+                worst = Some((c, t.name.clone(), st));
+            }
+        }
+    }
+    match worst {
+        Some((c, name, st)) => format!(
+            "no strategy assignment fits the {budget:.0} MB budget ({:.0} MB usable after the cache reserve) at batch {bsz}; \
+             the cheapest strategy for the {} layers of type {name} ({st}) needs {c:.0} MB per GPU for them alone, \
+             plus {:.0} MB context and embedding memory",
+            engine_budget(engine),
+            lt.types.iter().find(|t| t.name == name).map_or(0, |t| t.layers),
+            pipeplan_formulations::galvatron::cost::CONTEXT_MB
+        ),
+        None => "no strategy assignment fits the memory budget".into(),
+    }
+}
+
+fn engine_budget(engine: &Engine) -> f64 {
+    let s = &engine.lt.settings;
+    let m0 = (s.memory_constraint * 1024.0).floor();
+    if s.quirks.mem_cache && (m0 / 1024.0).floor() > 20.0 {
+        m0 - (m0 * 0.2).floor()
+    } else {
+        m0
+    }
+}

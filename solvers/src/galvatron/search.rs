@@ -1,0 +1,650 @@
+//! The engine's outer search (`parallelism_optimization` / `DpOnModel.fit`): over batch sizes,
+//! micro-batch counts, the smallest tp degree, embedding ZeRO-3 and pipeline degrees, one
+//! memory-budget DP per pipeline stage, the vocabulary-tp choice by the pipeline cost model.
+//! Independent (batch, chunk, min_tp, embed_sdp) tasks run in parallel with rayon; the winner is
+//! chosen in the engine's iteration order, so results do not depend on the thread count.
+
+use super::dp::StageDp;
+use pipeplan_formulations::galvatron::cost::{
+    self, layer_memory, layer_time, optimal_chunk, other_time, pipeline_cost, transition,
+    MemoryCall, PipelineCall,
+};
+use pipeplan_formulations::galvatron::{strategy, LayerTypes, PipelineType, Strategy};
+use rayon::prelude::*;
+use std::collections::HashMap;
+use std::time::Instant;
+
+/// How the layers are divided into pipeline stages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Division {
+    /// The engine's rule: even with one layer type (quirk), memory-balanced otherwise.
+    Engine,
+    /// Always the engine's memory-balanced division.
+    Memory,
+    /// Time-balanced: contiguous min-max of the fastest per-layer compute time.
+    Time,
+    /// Galvatron-BMW's bi-objective adjustment from memory- towards time-balanced.
+    Bmw {
+        /// Most partitions evaluated per pipeline degree.
+        max_partitions: usize,
+    },
+}
+
+/// One search task (the engine's `search_for_chunk` arguments).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Task {
+    /// Global batch size.
+    pub bsz: u64,
+    /// Micro-batches.
+    pub chunk: u64,
+    /// Smallest tp degree.
+    pub min_tp: u32,
+    /// Largest tp degree.
+    pub max_tp: u32,
+    /// Embedding under ZeRO-3.
+    pub embed_sdp: bool,
+}
+
+/// The best plan of one pipeline degree.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PpResult {
+    /// Pipeline degree.
+    pub pp: u32,
+    /// Layers per stage.
+    pub partition: Vec<usize>,
+    /// Strategy per layer.
+    pub strategies: Vec<Strategy>,
+    /// Vocabulary tp degree.
+    pub vtp: u32,
+    /// Iteration time (s).
+    pub cost: f64,
+    /// Memory per stage (MB, cache reserve included).
+    pub mem_cost: Vec<f64>,
+    /// Real micro-batch count.
+    pub chunks: u64,
+    /// Per-stage compute time of one micro-batch (s).
+    pub stage_compute: Vec<f64>,
+}
+
+/// The search's answer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Found {
+    /// The task that won.
+    pub task: Task,
+    /// Its plan.
+    pub best: PpResult,
+    /// Samples per second (`bsz / cost`).
+    pub throughput: f64,
+}
+
+/// What the search did.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Counters {
+    /// Stage DPs run.
+    pub dp_calls: usize,
+    /// Tasks visited.
+    pub tasks: usize,
+    /// Partitions evaluated.
+    pub partitions: usize,
+    /// Whether the time limit cut the search short.
+    pub cut_short: bool,
+}
+
+/// Memory-budget search context for one instance.
+pub struct Engine<'a> {
+    /// The profiles and settings.
+    pub lt: &'a LayerTypes,
+    /// The strategy space.
+    pub strategies: Vec<Strategy>,
+    types: Vec<usize>,
+    /// Usable budget in units (after the cache reserve).
+    budget_units: usize,
+    /// Cache reserve (MB).
+    mem_cache: f64,
+    /// Budget after the reserve (MB).
+    max_mem: f64,
+}
+
+fn units(mb: f64, unit: f64) -> usize {
+    (mb / unit).ceil().max(0.0) as usize
+}
+
+impl<'a> Engine<'a> {
+    /// Sets up the strategy space and the budget.
+    pub fn new(lt: &'a LayerTypes) -> Engine<'a> {
+        let s = &lt.settings;
+        let m0 = (s.memory_constraint * 1024.0).floor();
+        let mem_cache = if s.quirks.mem_cache && (m0 / 1024.0).floor() > 20.0 {
+            (m0 * 0.2).floor()
+        } else {
+            0.0
+        };
+        let max_mem = m0 - mem_cache;
+        Engine {
+            lt,
+            strategies: strategy::generate(s),
+            types: lt.type_of_layers(),
+            budget_units: (max_mem / s.memory_unit_mb).floor() as usize,
+            mem_cache,
+            max_mem,
+        }
+    }
+
+    /// Every task in the engine's order.
+    pub fn tasks(&self) -> Vec<Task> {
+        let s = &self.lt.settings;
+        let gpus = s.gpu_num();
+        let mut min_tps = Vec::new();
+        let mut i = 1;
+        while i <= gpus && i <= s.max_tp_deg {
+            min_tps.push(i);
+            i *= 2;
+        }
+        if s.disable_vtp {
+            min_tps = vec![1];
+        }
+        let embeds: &[bool] = if s.disable_sdp {
+            &[false]
+        } else {
+            &[false, true]
+        };
+        let mut out = Vec::new();
+        for bsz in s.batch_sizes() {
+            let bsz = bsz as u64;
+            let chunks: Vec<u64> = if s.settle_chunk > 0 {
+                vec![s.settle_chunk as u64]
+            } else {
+                (1..=bsz).collect()
+            };
+            for chunk in chunks {
+                if bsz % chunk != 0 {
+                    continue;
+                }
+                for &min_tp in &min_tps {
+                    if min_tp > s.max_tp_deg {
+                        continue;
+                    }
+                    for &embed_sdp in embeds {
+                        out.push(Task {
+                            bsz,
+                            chunk,
+                            min_tp,
+                            max_tp: s.max_tp_deg,
+                            embed_sdp,
+                        });
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// The strategies a task allows and its micro-batch size per pipeline degree.
+    fn task_space(&self, t: &Task) -> (Vec<Strategy>, HashMap<u32, u64>) {
+        let gpus = self.lt.settings.gpu_num();
+        let group = |pp: u32| (gpus / pp / t.min_tp) as u64;
+        let mut st: Vec<Strategy> = self
+            .strategies
+            .iter()
+            .filter(|s| t.min_tp <= s.tp && s.tp <= t.max_tp)
+            .filter(|s| group(s.pp) > 0 && t.chunk <= t.bsz / group(s.pp))
+            .copied()
+            .collect();
+        let mut pps: Vec<u32> = st.iter().map(|s| s.pp).collect();
+        pps.sort_unstable();
+        pps.dedup();
+        pps.retain(|&pp| pp * t.min_tp <= gpus && t.bsz % group(pp) == 0);
+        st.retain(|s| pps.contains(&s.pp));
+        let mbsz: HashMap<u32, u64> = pps
+            .iter()
+            .map(|&pp| (pp, (t.bsz / group(pp)).div_ceil(t.chunk)))
+            .collect();
+        st.retain(|s| {
+            let m = mbsz[&s.pp];
+            t.chunk == (t.bsz / group(s.pp)).div_ceil(m)
+        });
+        (st, mbsz)
+    }
+
+    fn memory_call(&self, t: &Task, mbsz: u64, stage: usize) -> MemoryCall {
+        MemoryCall {
+            bsz: t.bsz,
+            mbsz,
+            min_tp: t.min_tp,
+            stage,
+            embed_sdp: t.embed_sdp,
+            pipeline: self.lt.settings.pipeline_type,
+        }
+    }
+
+    /// The engine's even division.
+    pub fn even(&self, pp: usize) -> Vec<usize> {
+        let total = self.types.len();
+        let avg = total / pp;
+        let mut v = vec![avg; pp - 1];
+        v.push(total - avg * (pp - 1));
+        v
+    }
+
+    /// The engine's `pp_division_memory_balanced`.
+    pub fn memory_balanced(
+        &self,
+        pp: u32,
+        t: &Task,
+        mbsz: u64,
+        st: &[Strategy],
+    ) -> Result<Option<Vec<usize>>, String> {
+        if pp == 1 {
+            return Ok(Some(vec![self.types.len()]));
+        }
+        let Some(first) = st.iter().find(|s| s.pp == pp) else {
+            return Ok(None);
+        };
+        let gpus = self.lt.settings.gpu_num();
+        let mut call = self.memory_call(t, mbsz, 0);
+        call.pipeline = PipelineType::Gpipe;
+        call.min_tp = 1;
+        let plain = Strategy {
+            pp,
+            tp: 1,
+            dp: gpus / pp,
+            consec: None,
+            fsdp: None,
+            cpt: false,
+        };
+        let per_type: Vec<f64> = (0..self.lt.types.len())
+            .map(|ty| layer_memory(self.lt, ty, &plain, &call).map(|m| m.total))
+            .collect::<Result<_, _>>()?;
+        let other = layer_memory(self.lt, 0, first, &call)?;
+        let other = other
+            .other
+            .iter()
+            .find(|(k, _)| *k == 1)
+            .map(|(_, v)| v.clone());
+        let Some(other) = other else { return Ok(None) };
+        let layers: Vec<f64> = self.types.iter().map(|&ty| per_type[ty]).collect();
+        let pp = pp as usize;
+        let avg = (layers.iter().sum::<f64>() + other.iter().sum::<f64>()) / pp as f64;
+        let mut divide = vec![0usize; pp];
+        let mut stage_mem = other.clone();
+        let mut idx = 0;
+        for i in 0..pp {
+            while idx < layers.len() {
+                if i < pp - 1 && avg - stage_mem[i] < 0.5 * layers[idx] {
+                    break;
+                }
+                stage_mem[i] += layers[idx];
+                idx += 1;
+                divide[i] += 1;
+            }
+        }
+        for i in 0..pp - 1 {
+            let left: usize = divide[..i].iter().sum();
+            let mut right: usize = divide[..=i].iter().sum();
+            let mut cur = layers[left..right].iter().sum::<f64>() + other[i];
+            while cur > avg * 1.3 {
+                divide[i] = divide[i].wrapping_sub(1);
+                divide[i + 1] += 1;
+                right -= 1;
+                cur -= layers[right];
+            }
+        }
+        let mut d: Vec<i64> = divide.iter().map(|&x| x as i64).collect();
+        for i in 0..pp - 1 {
+            while d[i] <= 0 {
+                d[i] += 1;
+                d[i + 1] -= 1;
+            }
+        }
+        for i in (1..pp).rev() {
+            while d[i] <= 0 {
+                d[i] += 1;
+                d[i - 1] -= 1;
+            }
+        }
+        if d.iter().any(|&x| x <= 0) {
+            return Ok(None);
+        }
+        Ok(Some(d.into_iter().map(|x| x as usize).collect()))
+    }
+
+    /// Time-balanced division: contiguous partition minimizing the largest stage sum of each
+    /// layer's fastest strategy time (ties: the earliest cut).
+    pub fn time_balanced(&self, pp: usize, intra: &[Vec<f64>]) -> Vec<usize> {
+        let w: Vec<f64> = intra
+            .iter()
+            .map(|r| r.iter().copied().fold(f64::INFINITY, f64::min))
+            .collect();
+        let mut prefix = vec![0.0];
+        for x in &w {
+            prefix.push(prefix[prefix.len() - 1] + x);
+        }
+        let ends =
+            crate::minmax::min_max_partition(w.len(), pp, |_, k, l| prefix[l] - prefix[k]).ends;
+        let mut out = Vec::with_capacity(pp);
+        let mut start = 0;
+        for e in ends {
+            out.push(e + 1 - start);
+            start = e + 1;
+        }
+        out
+    }
+
+    /// Runs the stage DPs and the pipeline cost of one partition (the engine's
+    /// `_build_dp_and_run_multi_layer_type` after the division).
+    fn run_partition(
+        &self,
+        pd: &PpData,
+        partition: &[usize],
+        counters: &mut Counters,
+        cache: &mut HashMap<(usize, usize, usize), StageAnswer>,
+    ) -> Result<Option<PpResult>, String> {
+        counters.partitions += 1;
+        let unit = self.lt.settings.memory_unit_mb;
+        let mut answers = Vec::new();
+        let mut start = 0;
+        for (i, &n) in partition.iter().enumerate() {
+            let key = (i, start, n);
+            if let std::collections::hash_map::Entry::Vacant(slot) = cache.entry(key) {
+                let mem_rows = &pd.mem[if pd.per_stage_mem { i } else { 0 }];
+                let dp = StageDp {
+                    mem: mem_rows[start..start + n].to_vec(),
+                    intra: pd.intra[start..start + n].to_vec(),
+                    inter: (start..start + n)
+                        .map(|l| {
+                            if l == 0 {
+                                pd.zero_inter.clone()
+                            } else {
+                                pd.inter[self.types[l]].clone()
+                            }
+                        })
+                        .collect(),
+                };
+                counters.dp_calls += 1;
+                let table = dp.solve(self.budget_units);
+                let mut per_k = Vec::new();
+                for (k, other) in &pd.other_mem {
+                    let need = units(other[i], unit);
+                    let got = self
+                        .budget_units
+                        .checked_sub(need)
+                        .and_then(|b| table.best(b));
+                    per_k.push((*k, got.map(|a| (a.strategies, a.remaining))));
+                }
+                slot.insert(StageAnswer { per_k });
+            }
+            answers.push(cache[&key].clone());
+            start += n;
+        }
+        let mut best: Option<PpResult> = None;
+        for (k, times) in &pd.other_time {
+            let mut all = Vec::new();
+            let mut mem = Vec::new();
+            let mut ok = true;
+            for a in &answers {
+                match a
+                    .per_k
+                    .iter()
+                    .find(|(kk, _)| kk == k)
+                    .and_then(|(_, r)| r.as_ref())
+                {
+                    Some((s, remaining)) => {
+                        all.extend(s.iter().map(|&j| pd.set[j]));
+                        mem.push(self.max_mem - *remaining as f64 * unit + self.mem_cache);
+                    }
+                    None => ok = false,
+                }
+            }
+            if !ok {
+                continue;
+            }
+            let pc = pipeline_cost(
+                self.lt,
+                &all,
+                &PipelineCall {
+                    partition,
+                    chunks: &pd.chunks,
+                    bsz: pd.bsz,
+                    min_tp: pd.min_tp,
+                    other_time: times,
+                },
+            )?;
+            if best.as_ref().is_none_or(|b| b.cost > pc.iteration) {
+                best = Some(PpResult {
+                    pp: pd.pp,
+                    partition: partition.to_vec(),
+                    strategies: all,
+                    vtp: *k,
+                    cost: pc.iteration,
+                    mem_cost: mem,
+                    chunks: pc.chunks,
+                    stage_compute: pc.stage_compute,
+                });
+            }
+        }
+        Ok(best)
+    }
+
+    /// Precomputes the per-layer costs of one (task, pp).
+    fn pp_data(&self, t: &Task, pp: u32, st: &[Strategy], mbsz: u64) -> Result<PpData, String> {
+        let lt = self.lt;
+        let gpus = lt.settings.gpu_num();
+        let set: Vec<Strategy> = st.iter().filter(|s| s.pp == pp).copied().collect();
+        let dp_size = (gpus / pp) as u64;
+        let chunk = optimal_chunk(t.bsz * t.min_tp as u64 / dp_size, t.min_tp, mbsz, t.min_tp);
+        let chunks = vec![chunk; lt.types.len()];
+        let nt = lt.types.len();
+        let type_intra: Vec<Vec<f64>> = (0..nt)
+            .map(|ty| {
+                set.iter()
+                    .map(|s| layer_time(lt, ty, s, t.bsz as f64 / chunk as f64, false))
+                    .collect()
+            })
+            .collect::<Result<_, _>>()?;
+        let intra = self
+            .types
+            .iter()
+            .map(|&ty| type_intra[ty].clone())
+            .collect();
+        let other_time = other_time(lt, mbsz, pp, t.min_tp, t.max_tp)?;
+        let unit = lt.settings.memory_unit_mb;
+        let per_stage_mem = lt.settings.pipeline_type == PipelineType::PipedreamFlush;
+        let stages = if per_stage_mem { pp as usize } else { 1 };
+        let mut mem = Vec::with_capacity(stages);
+        let mut other_mem = Vec::new();
+        for stage in 0..stages {
+            let call = self.memory_call(t, mbsz, stage);
+            let mut type_rows = Vec::with_capacity(nt);
+            for ty in 0..nt {
+                let row: Vec<cost::LayerMemory> = set
+                    .iter()
+                    .map(|s| layer_memory(lt, ty, s, &call))
+                    .collect::<Result<_, _>>()?;
+                if stage == 0 && ty == 0 {
+                    other_mem = row[0]
+                        .other
+                        .iter()
+                        .map(|(k, v)| (*k, v.iter().map(|x| x.ceil()).collect::<Vec<f64>>()))
+                        .collect();
+                }
+                type_rows.push(
+                    row.iter()
+                        .map(|m| units(m.total.ceil(), unit))
+                        .collect::<Vec<usize>>(),
+                );
+            }
+            mem.push(
+                self.types
+                    .iter()
+                    .map(|&ty| type_rows[ty].clone())
+                    .collect::<Vec<_>>(),
+            );
+        }
+        let inter: Vec<Vec<Vec<f64>>> = (0..nt)
+            .map(|ty| {
+                set.iter()
+                    .map(|a| {
+                        set.iter()
+                            .map(|b| transition(lt, ty, a, b, mbsz))
+                            .collect::<Result<Vec<_>, _>>()
+                    })
+                    .collect::<Result<Vec<_>, _>>()
+            })
+            .collect::<Result<_, _>>()?;
+        // Vocabulary-tp variants known to both the memory and the time model.
+        let other_time: Vec<(u32, Vec<f64>)> = other_time
+            .into_iter()
+            .filter(|(k, _)| other_mem.iter().any(|(m, _)| m == k))
+            .collect();
+        let n = set.len();
+        Ok(PpData {
+            pp,
+            bsz: t.bsz,
+            min_tp: t.min_tp,
+            zero_inter: vec![vec![0.0; n]; n],
+            set,
+            chunks,
+            intra,
+            inter,
+            mem,
+            per_stage_mem,
+            other_mem,
+            other_time,
+        })
+    }
+
+    /// Best plan of one task over its pipeline degrees.
+    pub fn run_task(
+        &self,
+        t: &Task,
+        division: Division,
+        counters: &mut Counters,
+    ) -> Result<Option<PpResult>, String> {
+        let (st, mbsz) = self.task_space(t);
+        if st.is_empty() {
+            return Ok(None);
+        }
+        let gpus = self.lt.settings.gpu_num();
+        let mut pps: Vec<u32> = st.iter().map(|s| s.pp).collect();
+        pps.sort_unstable();
+        pps.dedup();
+        let mut best: Option<PpResult> = None;
+        for pp in pps {
+            if pp * t.min_tp > gpus || t.bsz % (gpus / (pp * t.min_tp)) as u64 != 0 {
+                continue;
+            }
+            let m = mbsz[&pp];
+            let pd = self.pp_data(t, pp, &st, m)?;
+            let single =
+                self.lt.types.len() == 1 && self.lt.settings.quirks.even_division_single_type;
+            let mut cache = HashMap::new();
+            let res = match division {
+                Division::Engine if single => {
+                    self.run_partition(&pd, &self.even(pp as usize), counters, &mut cache)?
+                }
+                Division::Engine | Division::Memory => match self.memory_balanced(pp, t, m, &st)? {
+                    Some(p) => self.run_partition(&pd, &p, counters, &mut cache)?,
+                    None => None,
+                },
+                Division::Time => {
+                    let p = self.time_balanced(pp as usize, &pd.intra);
+                    self.run_partition(&pd, &p, counters, &mut cache)?
+                }
+                Division::Bmw { max_partitions } => super::bmw::adjust(
+                    self,
+                    &pd,
+                    pp,
+                    t,
+                    m,
+                    &st,
+                    max_partitions,
+                    counters,
+                    &mut cache,
+                )?,
+            };
+            if let Some(r) = res {
+                if best.as_ref().is_none_or(|b| b.cost > r.cost) {
+                    best = Some(r);
+                }
+            }
+        }
+        Ok(best)
+    }
+
+    /// The whole search; `deadline` stops it between tasks (the counters say so).
+    pub fn search(
+        &self,
+        division: Division,
+        deadline: Option<Instant>,
+    ) -> Result<(Option<Found>, Counters), String> {
+        let tasks = self.tasks();
+        let results: Vec<(Result<Option<PpResult>, String>, Counters)> = tasks
+            .par_iter()
+            .map(|t| {
+                let mut c = Counters::default();
+                if deadline.is_some_and(|d| Instant::now() > d) {
+                    c.cut_short = true;
+                    return (Ok(None), c);
+                }
+                c.tasks = 1;
+                (self.run_task(t, division, &mut c), c)
+            })
+            .collect();
+        let mut counters = Counters::default();
+        let mut found: Option<Found> = None;
+        for (t, (r, c)) in tasks.iter().zip(results) {
+            counters.dp_calls += c.dp_calls;
+            counters.tasks += c.tasks;
+            counters.partitions += c.partitions;
+            counters.cut_short |= c.cut_short;
+            if let Some(best) = r? {
+                let throughput = t.bsz as f64 / best.cost;
+                if found.as_ref().is_none_or(|f| throughput > f.throughput) {
+                    found = Some(Found {
+                        task: *t,
+                        best,
+                        throughput,
+                    });
+                }
+            }
+        }
+        Ok((found, counters))
+    }
+}
+
+/// Per-(task, pp) precomputed costs.
+pub(crate) struct PpData {
+    pub(crate) pp: u32,
+    pub(crate) bsz: u64,
+    pub(crate) min_tp: u32,
+    pub(crate) set: Vec<Strategy>,
+    pub(crate) chunks: Vec<u64>,
+    pub(crate) intra: Vec<Vec<f64>>,
+    pub(crate) inter: Vec<Vec<Vec<f64>>>,
+    pub(crate) zero_inter: Vec<Vec<f64>>,
+    pub(crate) mem: Vec<Vec<Vec<usize>>>,
+    pub(crate) per_stage_mem: bool,
+    pub(crate) other_mem: Vec<(u32, Vec<f64>)>,
+    pub(crate) other_time: Vec<(u32, Vec<f64>)>,
+}
+
+/// A stage's strategy indices and unused memory units.
+type StagePlan = (Vec<usize>, usize);
+
+/// One stage DP's answers per vocabulary-tp degree: strategies and unused units.
+#[derive(Debug, Clone)]
+pub(crate) struct StageAnswer {
+    per_k: Vec<(u32, Option<StagePlan>)>,
+}
+
+impl<'a> Engine<'a> {
+    pub(crate) fn evaluate(
+        &self,
+        pd: &PpData,
+        partition: &[usize],
+        counters: &mut Counters,
+        cache: &mut HashMap<(usize, usize, usize), StageAnswer>,
+    ) -> Result<Option<PpResult>, String> {
+        self.run_partition(pd, partition, counters, cache)
+    }
+}

@@ -1,0 +1,200 @@
+//! Galvatron solvers: the memory-budget DP against brute force, the searches on the hand-written
+//! fixture and on shipped instances (plans the evaluator accepts, determinism, BMW never worse
+//! than the engine's division), and infeasible budgets.
+
+use pipeplan_formulations::galvatron::import::import_file;
+use pipeplan_formulations::{Instance, Stage};
+use pipeplan_solvers::galvatron::dp::{brute_force, StageDp};
+use pipeplan_solvers::{harness, registry, SolveError, SolveOptions};
+use proptest::prelude::*;
+use std::path::Path;
+
+fn tiny() -> Instance {
+    let dir =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../formulations/tests/fixtures/galvatron");
+    import_file(&dir.join("config.json"), &dir).expect("fixture imports")
+}
+
+fn algo(name: &str) -> Box<dyn pipeplan_solvers::Algorithm> {
+    registry::by_name(name).expect("registered")
+}
+
+fn dp_case() -> impl Strategy<Value = (StageDp, usize)> {
+    (1usize..=4, 1usize..=4).prop_flat_map(|(l, s)| {
+        (
+            proptest::collection::vec(proptest::collection::vec(0usize..6, s), l),
+            proptest::collection::vec(proptest::collection::vec(0.0f64..10.0, s), l),
+            proptest::collection::vec(
+                proptest::collection::vec(
+                    proptest::collection::vec(prop_oneof![Just(0.0), 0.0f64..3.0], s),
+                    s,
+                ),
+                l,
+            ),
+            0usize..25,
+        )
+            .prop_map(|(mem, intra, mut inter, budget)| {
+                for layer in inter.iter_mut() {
+                    for (a, row) in layer.iter_mut().enumerate() {
+                        row[a] = 0.0;
+                    }
+                }
+                (StageDp { mem, intra, inter }, budget)
+            })
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+    #[test]
+    fn dp_matches_brute_force((dp, budget) in dp_case()) {
+        let table = dp.solve(budget);
+        let got = table.best(budget);
+        let want = brute_force(&dp, budget);
+        match (got, want) {
+            (None, None) => {}
+            (Some(a), Some((cost, _))) => {
+                prop_assert!((a.cost - cost).abs() <= 1e-9 * cost.max(1.0), "{} vs {}", a.cost, cost);
+                // The reconstructed assignment really has that cost and memory.
+                let mem: usize = a.strategies.iter().enumerate().map(|(l, &s)| dp.mem[l][s]).sum();
+                prop_assert!(mem <= budget);
+                prop_assert_eq!(a.remaining, budget - mem);
+                let mut c = 0.0;
+                for (l, &s) in a.strategies.iter().enumerate() {
+                    let inter = if l == 0 {
+                        (0..dp.mem[0].len()).map(|p| dp.inter[0][p][s]).fold(f64::INFINITY, f64::min)
+                    } else {
+                        dp.inter[l][a.strategies[l - 1]][s]
+                    };
+                    c += inter + dp.intra[l][s];
+                }
+                prop_assert!((c - a.cost).abs() <= 1e-9 * c.max(1.0));
+            }
+            (g, w) => prop_assert!(false, "dp {:?} vs brute force {:?}", g, w),
+        }
+        // One table answers every smaller budget too.
+        for b in 0..budget {
+            prop_assert_eq!(table.best(b).map(|a| a.cost).is_some(), brute_force(&dp, b).is_some());
+        }
+    }
+}
+
+#[test]
+fn searches_give_plans_the_evaluator_accepts() {
+    let inst = tiny();
+    let opts = SolveOptions::default();
+    let mut tput = Vec::new();
+    for name in ["galvatron-base", "galvatron-bmw", "galvatron-time"] {
+        let sol = harness::run(algo(name).as_ref(), &inst, &opts).unwrap();
+        let ev = sol.evaluated.as_ref().unwrap();
+        assert!(sol.claimed.throughput.unwrap() > 0.0);
+        assert!(ev.throughput > 0.0);
+        assert_eq!(sol.claimed.fits, Some(true));
+        // Every stage has dp * tp GPUs and neighbouring stages on one GPU set differ in strategy.
+        for w in sol.plan.stages.windows(2) {
+            let same = |a: &Stage, b: &Stage| {
+                (a.dp, a.tp, a.sdp, a.checkpoint.is_empty())
+                    == (b.dp, b.tp, b.sdp, b.checkpoint.is_empty())
+            };
+            assert!(
+                w[0].gpus != w[1].gpus || !same(&w[0], &w[1]),
+                "{name}: unmerged runs"
+            );
+        }
+        for s in &sol.plan.stages {
+            assert_eq!(s.gpus.len() as u32, s.dp * s.tp);
+        }
+        tput.push(sol.claimed.throughput.unwrap());
+    }
+    assert!(tput[1] >= tput[0], "bmw {} < base {}", tput[1], tput[0]);
+}
+
+#[test]
+fn searches_are_deterministic_across_thread_counts() {
+    let inst = Instance::from_path(
+        &Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../instances/bert-large-s512-b8-8gpu-8gib.json"),
+    )
+    .unwrap();
+    for name in ["galvatron-base", "galvatron-bmw"] {
+        let run = |threads| {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap();
+            pool.install(|| algo(name).solve(&inst, &SolveOptions::default()).unwrap())
+        };
+        let (a, b) = (run(1), run(2));
+        assert_eq!(a.plan, b.plan, "{name}");
+        assert_eq!(a.claimed, b.claimed, "{name}");
+    }
+}
+
+#[test]
+fn bmw_is_never_worse_than_base_on_shipped_instances() {
+    for f in [
+        "t5-512-4-s512-b8-8gpu-8gib.json",
+        "bert-large-s512-b8-8gpu-8gib.json",
+        "vit-huge-224px-b32-8gpu-8gib.json",
+    ] {
+        let inst = Instance::from_path(
+            &Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../instances")
+                .join(f),
+        )
+        .unwrap();
+        let opts = SolveOptions::default();
+        let base = algo("galvatron-base").solve(&inst, &opts);
+        let bmw = algo("galvatron-bmw").solve(&inst, &opts);
+        match (base, bmw) {
+            (Ok(b), Ok(m)) => assert!(m.claimed.throughput >= b.claimed.throughput, "{f}"),
+            (Err(_), _) => {}
+            (Ok(_), Err(e)) => panic!("{f}: bmw failed where base succeeded: {e}"),
+        }
+    }
+}
+
+#[test]
+fn budget_no_strategy_fits_is_explained() {
+    let mut inst = tiny();
+    inst.extensions.get_mut("layer_types").unwrap()["settings"]["memory_constraint"] =
+        serde_json::json!(0.5);
+    let e = algo("galvatron-base")
+        .solve(&inst, &SolveOptions::default())
+        .unwrap_err();
+    let SolveError::Infeasible(m) = &e else {
+        panic!("{e}")
+    };
+    assert!(
+        m.contains("512 MB budget") && m.contains("cheapest strategy") && m.contains("layertype_"),
+        "{m}"
+    );
+}
+
+#[test]
+fn settings_are_checked() {
+    let inst = tiny();
+    let mut opts = SolveOptions::default();
+    opts.params.insert("bogus".into(), "1".into());
+    let e = algo("galvatron-base")
+        .solve(&inst, &opts)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("--set bogus"), "{e}");
+    let mut opts = SolveOptions::default();
+    opts.params.insert("settle_bsz".into(), "x".into());
+    let e = algo("galvatron-bmw")
+        .solve(&inst, &opts)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("--set settle_bsz"), "{e}");
+    // A fixed chunk count is honoured.
+    let mut opts = SolveOptions::default();
+    opts.params.insert("settle_chunk".into(), "4".into());
+    let sol = algo("galvatron-base").solve(&inst, &opts).unwrap();
+    assert!(
+        sol.notes[0].contains("in 4 micro-batches") || sol.notes[0].contains("pp 1"),
+        "{:?}",
+        sol.notes
+    );
+}

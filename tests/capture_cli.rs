@@ -1,0 +1,109 @@
+//! `pipeplan profile-plan` and the CAPTURE family through the CLI.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+fn pipeplan(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_pipeplan"))
+        .args(args)
+        .output()
+        .expect("pipeplan runs")
+}
+
+fn shipped(name: &str) -> String {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("instances")
+        .join(name)
+        .display()
+        .to_string()
+}
+
+const GPT: &str = "gpt3-2.6b-s2048-b1-16gpu-32gib.json";
+
+#[test]
+fn profile_plan_prints_runs_as_json_and_csv() {
+    let out = pipeplan(&["profile-plan", &shipped(GPT), "--method", "mcap", "--json"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["method"], "mcap");
+    let runs = doc["runs"].as_array().unwrap();
+    let layers = doc["layers"].as_u64().unwrap() as usize;
+    // About L + 1 runs per batch size, two batch sizes, every run over all 16 GPUs.
+    assert!(runs.len() <= 2 * (layers + 16), "{} runs", runs.len());
+    for r in runs {
+        assert_eq!(r["parallelism"], "pp");
+        assert_eq!(r["stages"].as_array().unwrap().len(), 16);
+    }
+    let out = pipeplan(&[
+        "profile-plan",
+        &shipped(GPT),
+        "--method",
+        "capture",
+        "--csv",
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(
+        text.lines().next(),
+        Some("run,parallelism,degree,batch,stages")
+    );
+    for kind in [",dp,2,", ",tp,2,", ",dp,4,", ",tp,4,", ",pp,1,"] {
+        assert!(text.contains(kind), "{kind} missing");
+    }
+    let out = pipeplan(&["profile-plan", &shipped(GPT), "--method", "capslog"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(String::from_utf8(out.stdout)
+        .unwrap()
+        .contains("profiling runs (capslog)"));
+}
+
+#[test]
+fn profile_plan_rejects_bad_input() {
+    let out = pipeplan(&["profile-plan", &shipped(GPT), "--method", "nope"]);
+    assert_eq!(out.status.code(), Some(2));
+    let out = pipeplan(&["profile-plan", &shipped(GPT), "--batch=0"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--batch"));
+}
+
+#[test]
+fn compare_reports_memory_vectors_and_evaluations() {
+    let out = pipeplan(&[
+        "compare",
+        &shipped("resnet50-1000px-b8-4gpu-8gib.json"),
+        "--algos",
+        "capture-exact,capture,mcap-bf,mcap-bo,capslog-bs,capslog-bs-tb",
+        "--csv",
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    let mut rdr = csv::Reader::from_reader(text.as_bytes());
+    let header = rdr.headers().unwrap().clone();
+    let col = |name: &str| header.iter().position(|h| h == name).unwrap();
+    let rows: Vec<csv::StringRecord> = rdr.records().map(Result::unwrap).collect();
+    assert_eq!(rows.len(), 6);
+    for r in &rows {
+        let claimed: Vec<&str> = r[col("claimed_memory_vector")].split(' ').collect();
+        let evaluated: Vec<&str> = r[col("evaluated_memory_vector")].split(' ').collect();
+        assert_eq!(claimed.len(), 4);
+        assert_eq!(evaluated.len(), 4);
+        assert_eq!(&r[col("claimed_objective_name")], "predicted peak memory");
+        // Everyone is measured against capture-exact's optimum.
+        assert_eq!(&r[col("exact_reference")], "capture-exact", "{}", &r[1]);
+        assert!(r[col("gap_vs_exact")].parse::<f64>().unwrap() >= -1e-12);
+    }
+    let bo = rows.iter().find(|r| &r[1] == "mcap-bo").unwrap();
+    assert_eq!(&bo[col("evaluations")], "100.0");
+    let exact = rows.iter().find(|r| &r[1] == "capture-exact").unwrap();
+    assert_eq!(&exact[col("status")], "optimal");
+}

@@ -1,0 +1,76 @@
+//! `pipeplan max-batch` and `solve --algo dawnpiper` from the command line.
+
+use std::process::Command;
+
+fn pipeplan(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_pipeplan"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("runs")
+}
+
+#[test]
+fn max_batch_prints_one_row_per_algorithm_and_setting() {
+    let out = pipeplan(&[
+        "max-batch",
+        "instances/inception-v3-1000px-b8-4gpu-6gib.json",
+        "--algo",
+        "dawnpiper,balanced-time",
+        "--json",
+        "--max-micro-batch",
+        "64",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rows = rows.as_array().unwrap();
+    assert_eq!(rows.len(), 3);
+    assert_eq!(rows[0]["algorithm"], "dawnpiper");
+    assert_eq!(rows[0]["memopt"], "on");
+    assert_eq!(rows[1]["memopt"], "off");
+    assert_eq!(rows[2]["algorithm"], "balanced-time");
+}
+
+#[test]
+fn max_batch_rejects_unknown_algorithms() {
+    let out = pipeplan(&[
+        "max-batch",
+        "instances/inception-v3-1000px-b8-4gpu-6gib.json",
+        "--algo",
+        "nope",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--algo: unknown algorithm"));
+}
+
+#[test]
+fn solve_with_dawnpiper_prints_actions_in_json() {
+    let out = pipeplan(&[
+        "solve",
+        "instances/densenet121-1000px-b8-8gpu-4gib.json",
+        "--algo",
+        "dawnpiper",
+        "--json",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let sol: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(sol["evaluated"]["fits"], true);
+    let actions: usize = sol["plan"]["stages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            s.get("recompute")
+                .map_or(0, |r| r.as_array().unwrap().len())
+        })
+        .sum();
+    assert!(actions > 0);
+}
