@@ -273,7 +273,7 @@ fn solve_json_round_trips_through_evaluate() {
 #[test]
 fn import_and_generate_write_valid_instances() {
     let dir = tempfile::tempdir().unwrap();
-    let graph = root().join("formulations/tests/fixtures/import/pipedream/skip/graph.txt");
+    let graph = root().join("formulations/tests/fixtures/import/pipedream/skip.txt");
     let out_path = dir.path().join("imported.json");
     let out = pipeplan(&[
         "import",

@@ -66,7 +66,7 @@ fn import_errors_are_one_line() {
     assert!(!o.status.success());
     let e = String::from_utf8_lossy(&o.stderr);
     assert!(
-        e.contains("/nonexistent") && e.contains("computation_profiling_bf16_tiny.json"),
+        e.contains("/nonexistent") && e.contains("handwritten_time_profile.json"),
         "{e}"
     );
 }

@@ -266,22 +266,51 @@ fn copy_fixtures(tag: &str) -> PathBuf {
 }
 
 #[test]
+fn folder_lookup_uses_the_engine_file_names() {
+    // Profile paths that are folders are searched for the engine's conventional names.
+    let dir = copy_fixtures("folder");
+    std::fs::rename(
+        dir.join("handwritten_time_profile.json"),
+        dir.join("computation_profiling_bf16_tiny.json"),
+    )
+    .unwrap();
+    std::fs::rename(
+        dir.join("handwritten_memory_profile.json"),
+        dir.join("memory_profiling_bf16_tiny.json"),
+    )
+    .unwrap();
+    let mut doc = config_doc();
+    doc["config"]["time_profiling_path"] = serde_json::json!(".");
+    doc["config"]["memory_profiling_path"] = serde_json::json!(".");
+    let by_folder = import(&doc, &dir).expect("imports by folder");
+    let by_file = import(&config_doc(), &fixtures()).expect("imports by file");
+    assert_eq!(
+        serde_json::to_value(&by_folder).unwrap(),
+        serde_json::to_value(&by_file).unwrap()
+    );
+    std::fs::remove_file(dir.join("memory_profiling_bf16_tiny.json")).unwrap();
+    let e = import(&doc, &dir).unwrap_err().to_string();
+    assert!(e.contains("memory_profiling_bf16_tiny.json"), "{e}");
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
 fn missing_profile_keys_are_named() {
     let dir = copy_fixtures("missing");
-    let mem = dir.join("memory_profiling_bf16_tiny.json");
+    let mem = dir.join("handwritten_memory_profile.json");
     let mut m: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&mem).unwrap()).unwrap();
     m.as_object_mut().unwrap().remove("layertype_1");
     std::fs::write(&mem, m.to_string()).unwrap();
     let e = import(&config_doc(), &dir).unwrap_err().to_string();
     assert!(
-        e.contains("layertype_1") && e.contains("layer type 1") && e.contains("memory_profiling"),
+        e.contains("layertype_1") && e.contains("layer type 1") && e.contains("memory_profile"),
         "{e}"
     );
 
     let ar = dir.join("allreduce_bandwidth_1nodes_4gpus_per_node.json");
     std::fs::write(&ar, r#"{"allreduce_size_4_consec_1": 100.0}"#).unwrap();
-    std::fs::copy(fixtures().join("memory_profiling_bf16_tiny.json"), &mem).unwrap();
+    std::fs::copy(fixtures().join("handwritten_memory_profile.json"), &mem).unwrap();
     let e = import(&config_doc(), &dir).unwrap_err().to_string();
     assert!(e.contains("allreduce_size_2_consec_0"), "{e}");
 

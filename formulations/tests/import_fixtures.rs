@@ -57,7 +57,7 @@ fn names(inst: &Instance) -> Vec<&str> {
 fn pipedream_dag_with_skip_connections() {
     let inst = import_file(
         Source::PipeDream,
-        &fixture("pipedream/skip/graph.txt"),
+        &fixture("pipedream/skip.txt"),
         &opts(),
     )
     .unwrap();
@@ -101,7 +101,7 @@ fn pipedream_dag_with_skip_connections() {
 
 #[test]
 fn pipedream_ignores_line_order() {
-    let text = read("pipedream/skip/graph.txt");
+    let text = read("pipedream/skip.txt");
     let a = import(Source::PipeDream, &text, &opts()).unwrap();
     let mut nodes: Vec<&str> = text.lines().filter(|l| !l.starts_with('\t')).collect();
     let mut edges: Vec<&str> = text.lines().filter(|l| l.starts_with('\t')).collect();
@@ -255,7 +255,7 @@ fn dnn_partitioning_training_graph() {
 #[test]
 fn imports_are_deterministic_and_round_trip() {
     for (source, rel) in [
-        (Source::PipeDream, "pipedream/skip/graph.txt"),
+        (Source::PipeDream, "pipedream/skip.txt"),
         (Source::Piper, "piper/skip.json"),
         (
             Source::DnnPartitioning,
@@ -281,10 +281,10 @@ fn bad_options_and_missing_files() {
     let e = import_file(Source::Piper, &fixture("piper/none.json"), &opts()).unwrap_err();
     assert!(e.to_string().contains("none.json"), "{e}");
     // A parse error carries the file name.
-    let e = import_file(Source::Piper, &fixture("pipedream/skip/graph.txt"), &opts()).unwrap_err();
+    let e = import_file(Source::Piper, &fixture("pipedream/skip.txt"), &opts()).unwrap_err();
     assert!(
         e.to_string()
-            .starts_with(&fixture("pipedream/skip/graph.txt").display().to_string()),
+            .starts_with(&fixture("pipedream/skip.txt").display().to_string()),
         "{e}"
     );
     // A node size that does not divide the profile's GPU count is a conflict, not a guess.
