@@ -80,6 +80,20 @@ const MEM_TOL: f64 = 1e-9;
 pub fn evaluate(inst: &Instance, plan: &Plan) -> Result<Evaluation, InputError> {
     inst.validate()?;
     plan.check(inst)?;
+    if let Some(b) = plan.schedule.micro_batch() {
+        if b != inst.micro_batch() {
+            // A plan that chose its own micro-batch size is judged at that size.
+            let mut ev = evaluate(&inst.with_micro_batch(b), plan)?;
+            ev.notes.insert(
+                0,
+                format!(
+                    "evaluated at the plan's micro-batch of {b} samples (the instance trains {})",
+                    inst.micro_batch()
+                ),
+            );
+            return Ok(ev);
+        }
+    }
     if crate::cost::ActionModel::needed(inst, plan) {
         // Swap/recompute costs and workspaces come from the `graph` extension: reject a bad one.
         crate::cost::ActionModel::of(inst)?;
@@ -157,7 +171,7 @@ pub fn evaluate(inst: &Instance, plan: &Plan) -> Result<Evaluation, InputError> 
                 }
             }
         }
-        Schedule::OneFOneB { micro_batches } | Schedule::Gpipe { micro_batches } => {
+        Schedule::OneFOneB { micro_batches, .. } | Schedule::Gpipe { micro_batches, .. } => {
             let Some(position) = plan.positions() else {
                 return Err(InputError::field(
                     "plan.stages",

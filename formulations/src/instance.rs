@@ -278,6 +278,13 @@ impl Instance {
         self.training.micro_batch.unwrap_or(self.model.batch)
     }
 
+    /// The same instance training micro-batches of `b` samples.
+    pub fn with_micro_batch(&self, b: u32) -> Instance {
+        let mut i = self.clone();
+        i.training.micro_batch = Some(b);
+        i
+    }
+
     /// Micro-batches per batch (m) for synchronous schedules.
     pub fn micro_batches(&self) -> u32 {
         self.training

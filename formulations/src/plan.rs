@@ -115,12 +115,20 @@ pub enum Schedule {
         /// m (default: the instance's `training.micro_batches`).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         micro_batches: Option<u32>,
+        /// Samples per micro-batch, for a plan that chooses its own (default: the instance's
+        /// `training.micro_batch`). The evaluator judges the plan at this size.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        micro_batch: Option<u32>,
     },
     /// GPipe: all forwards, then all backwards, flush per batch.
     Gpipe {
         /// m (default: the instance's `training.micro_batches`).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         micro_batches: Option<u32>,
+        /// Samples per micro-batch, for a plan that chooses its own (default: the instance's
+        /// `training.micro_batch`). The evaluator judges the plan at this size.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        micro_batch: Option<u32>,
     },
 }
 
@@ -140,10 +148,22 @@ impl Schedule {
             },
             ScheduleKind::OneFOneB => Schedule::OneFOneB {
                 micro_batches: None,
+                micro_batch: None,
             },
             ScheduleKind::Gpipe => Schedule::Gpipe {
                 micro_batches: None,
+                micro_batch: None,
             },
+        }
+    }
+
+    /// The micro-batch size the plan chose, if any (synchronous schedules only).
+    pub fn micro_batch(&self) -> Option<u32> {
+        match self {
+            Schedule::Async { .. } => None,
+            Schedule::OneFOneB { micro_batch, .. } | Schedule::Gpipe { micro_batch, .. } => {
+                *micro_batch
+            }
         }
     }
 
@@ -400,10 +420,23 @@ impl Plan {
                     }
                 }
             }
-            Schedule::OneFOneB { micro_batches } | Schedule::Gpipe { micro_batches } => {
+            Schedule::OneFOneB {
+                micro_batches,
+                micro_batch,
+            }
+            | Schedule::Gpipe {
+                micro_batches,
+                micro_batch,
+            } => {
                 if *micro_batches == Some(0) {
                     return Err(InputError::field(
                         "plan.schedule.micro_batches",
+                        "must be at least 1",
+                    ));
+                }
+                if *micro_batch == Some(0) {
+                    return Err(InputError::field(
+                        "plan.schedule.micro_batch",
                         "must be at least 1",
                     ));
                 }

@@ -162,6 +162,7 @@ fn memopt_claims_match_the_evaluator() {
             ],
             schedule: Schedule::Gpipe {
                 micro_batches: None,
+                micro_batch: None,
             },
         };
         let ev = evaluate(&inst, &plan).unwrap();
@@ -192,6 +193,7 @@ fn swap_and_recompute_lower_memory_and_cost_time() {
         stages: vec![Stage::single(0, 3, 0)],
         schedule: Schedule::Gpipe {
             micro_batches: None,
+            micro_batch: None,
         },
     };
     let e0 = evaluate(&inst, &base).unwrap();
@@ -217,6 +219,7 @@ fn bad_actions_are_rejected_with_the_field() {
         stages: vec![Stage::single(0, 3, 0)],
         schedule: Schedule::Gpipe {
             micro_batches: None,
+            micro_batch: None,
         },
     };
     p.stages[0].swap = vec![1];
@@ -239,4 +242,62 @@ fn bad_actions_are_rejected_with_the_field() {
     let inst = chain(4, 64.0, "gpipe", Some(g));
     let e = evaluate(&inst, &p).unwrap_err().to_string();
     assert!(e.contains("not swappable"), "{e}");
+}
+
+/// Appendix B.2's split of a cut's bytes: the link time is the evaluator's (2 x its transfer),
+/// and a residual tensor that crosses every position of a window is inevitable there.
+#[test]
+fn cut_communication_matches_the_evaluator_and_splits_inevitable_bytes() {
+    // l0 is read by l1 and by l5 (a residual edge over the whole middle); l2's output is read
+    // by l3 only. The chain's cut bytes say the same: l0's output crosses cuts 0..=4.
+    let outputs = [5e9, 1e6, 1e10, 1e6, 1e6, 1e6];
+    let layers: Vec<_> = (0..6)
+        .map(|i| {
+            let cut = outputs[i] + if (1..5).contains(&i) { outputs[0] } else { 0.0 };
+            json!({"name": format!("l{i}"), "forward": 1.0, "backward": 2.0, "weights": 0.0,
+                   "output": outputs[i], "cut": cut, "saved": 1e9})
+        })
+        .collect();
+    let nodes = json!([{"name": "l0"}, {"name": "l1"}, {"name": "l2"}, {"name": "l3"},
+                       {"name": "l4"}, {"name": "l5", "inputs": ["l0", "l4"]}]);
+    let doc = json!({
+        "format": "pipeplan/instance@1", "name": "residual",
+        "model": {"batch": 4, "input": 1e6, "layers": layers},
+        "cluster": {"gpus": 3, "memory": 512.0 * 1073741824.0,
+                    "bandwidth": {"intra_node": 1e10}},
+        "training": {"schedule": "async"},
+        "extensions": {"graph": {"nodes": nodes}}
+    });
+    let inst = Instance::from_json(&doc.to_string()).unwrap();
+    let m = Model::new(&inst, ScheduleKind::Async, 3).unwrap();
+    let c = &m.comm;
+    // Inevitable bytes of a window: outputs produced at or before its first position and read
+    // after its last one.
+    assert_eq!(c.inevitable(1, 2), 5e9, "l0 crosses cuts 1 and 2");
+    assert_eq!(c.inevitable(1, 4), 5e9);
+    assert_eq!(c.inevitable(2, 2), 1e10 + 5e9, "one position: all of it");
+    assert_eq!(c.inevitable(2, 3), 5e9, "l2 dies at l3");
+    assert_eq!(c.inevitable(0, 4), 5e9);
+    assert_eq!(c.inevitable(4, 4), 5e9 + 1e6, "l0 and l4 are read by l5");
+    assert_eq!(c.avoidable(1, c.inevitable(1, 2)), 1e6);
+    assert_eq!(c.avoidable(2, c.inevitable(1, 2)), 1e10);
+    // Link times are the evaluator's: 2 x (cut bytes / bandwidth) per micro-batch.
+    let plan = Plan {
+        stages: vec![
+            Stage::single(0, 1, 0),
+            Stage::single(2, 3, 1),
+            Stage::single(4, 5, 2),
+        ],
+        schedule: Schedule::of_kind(ScheduleKind::Async),
+    };
+    let cuts = pipeplan_formulations::cost::cut_costs(&inst, &inst.chain(), &plan);
+    for (s, p) in [(0usize, 1usize), (1, 3)] {
+        let want = 2.0 * cuts[s].transfer;
+        assert!((c.link_ms(p, s) - want).abs() <= 1e-9 * want, "cut {p}");
+    }
+    assert!((c.link_ms(1, 0) - 2.0 * (5e9 + 1e6) / 1e10 * 1e3).abs() < 1e-6);
+    // The evaluator's async period counts the slowest link as a resource.
+    let ev = evaluate(&inst, &plan).unwrap();
+    let slowest = c.link_ms(1, 0).max(c.link_ms(3, 1));
+    assert!((ev.period_ms.unwrap() - slowest).abs() <= 1e-9 * slowest);
 }

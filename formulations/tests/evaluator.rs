@@ -121,6 +121,7 @@ fn one_f_one_b_iteration_and_memory() {
         &[0, 1],
         Schedule::OneFOneB {
             micro_batches: Some(4),
+            micro_batch: None,
         },
     );
     // (m - 1) x max load + sum of loads = 3 x 5 + (5 + 2 + 4).
@@ -161,6 +162,7 @@ fn one_f_one_b_in_flight_is_min_of_depth_and_m() {
             &[0, 1, 2],
             Schedule::OneFOneB {
                 micro_batches: Some(m),
+                micro_batch: None,
             },
         );
         assert_eq!(ev.in_flight, expect, "m = {m}");
@@ -180,6 +182,7 @@ fn gpipe_iteration_and_memory() {
         &[0, 1],
         Schedule::Gpipe {
             micro_batches: Some(4),
+            micro_batch: None,
         },
     );
     // Forwards: (m - 1) x max F + sum F = 3 x 3 + (1 + 1 + 3); backwards 3 x 4 + (4 + 1 + 1).
@@ -201,6 +204,7 @@ fn synchronous_default_micro_batches_is_the_gpu_count() {
         &[0, 1],
         Schedule::OneFOneB {
             micro_batches: None,
+            micro_batch: None,
         },
     );
     assert_eq!(ev.micro_batches, Some(2));
@@ -212,6 +216,7 @@ fn synchronous_default_micro_batches_is_the_gpu_count() {
         &[0, 1],
         Schedule::Gpipe {
             micro_batches: None,
+            micro_batch: None,
         },
     );
     assert_eq!(ev.micro_batches, Some(3));
@@ -231,6 +236,7 @@ fn synchronous_gradient_allreduce_is_added_once() {
         }],
         schedule: Schedule::OneFOneB {
             micro_batches: Some(3),
+            micro_batch: None,
         },
     };
     let ev = evaluate(&inst, &plan).unwrap();
@@ -441,11 +447,48 @@ fn checkpointing_keeps_the_input_and_one_transient() {
     // Synchronous 1F1B, m = 2: stage 0 keeps 2.
     plan.schedule = Schedule::OneFOneB {
         micro_batches: Some(2),
+        micro_batch: None,
     };
     let ev = evaluate(&inst, &plan).unwrap();
     assert_eq!(ev.in_flight, vec![2, 1]);
     assert_all_close(&ev.peak_memory, &[2.0 * 8.0 + 92.0 + 8.0, 4.0 + 8.0]);
     assert_close(ev.iteration_ms.unwrap(), 7.0 + 11.0);
+}
+
+#[test]
+fn a_plan_that_chooses_its_micro_batch_is_judged_at_it() {
+    // two_stage is profiled at 8 samples; a plan training 16 per micro-batch doubles every time
+    // and activation (loads 10, 4, 8 at m = 2) and is judged as the instance that trains 16.
+    let inst = two_stage();
+    let mut plan = Plan::contiguous(
+        &[0, 1],
+        Schedule::OneFOneB {
+            micro_batches: Some(2),
+            micro_batch: Some(16),
+        },
+    );
+    let ev = evaluate(&inst, &plan).unwrap();
+    assert_close(ev.iteration_ms.unwrap(), 10.0 + (10.0 + 4.0 + 8.0));
+    assert_close(ev.throughput, 2.0 * 16.0 / (32.0 / 1000.0));
+    assert!(ev.notes[0].contains("micro-batch of 16"), "{:?}", ev.notes);
+    plan.schedule = Schedule::OneFOneB {
+        micro_batches: Some(2),
+        micro_batch: None,
+    };
+    let mut same = evaluate(&inst.with_micro_batch(16), &plan).unwrap();
+    same.notes.insert(0, ev.notes[0].clone());
+    assert_eq!(ev, same);
+    // The instance's own size: no note, the same figures as without the field.
+    plan.schedule = Schedule::OneFOneB {
+        micro_batches: Some(2),
+        micro_batch: Some(8),
+    };
+    let own = evaluate(&inst, &plan).unwrap();
+    plan.schedule = Schedule::OneFOneB {
+        micro_batches: Some(2),
+        micro_batch: None,
+    };
+    assert_eq!(own, evaluate(&inst, &plan).unwrap());
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -464,6 +507,7 @@ fn malformed_plans_name_the_field() {
     let inst = instance(&layers, 1.0, 2, 1e4);
     let sched = Schedule::OneFOneB {
         micro_batches: None,
+        micro_batch: None,
     };
     let plan = |stages: Vec<Stage>| Plan {
         stages,
@@ -556,10 +600,21 @@ fn malformed_plans_name_the_field() {
         field_of(
             &inst,
             &with(Schedule::Gpipe {
-                micro_batches: Some(0)
+                micro_batches: Some(0),
+                micro_batch: None,
             })
         ),
         "plan.schedule.micro_batches"
+    );
+    assert_eq!(
+        field_of(
+            &inst,
+            &with(Schedule::OneFOneB {
+                micro_batches: None,
+                micro_batch: Some(0),
+            })
+        ),
+        "plan.schedule.micro_batch"
     );
     for t in [0.0, -1.0, f64::NAN, 3.9] {
         assert_eq!(
@@ -691,9 +746,11 @@ fn all_zero_times_synchronous() {
     for schedule in [
         Schedule::OneFOneB {
             micro_batches: Some(4),
+            micro_batch: None,
         },
         Schedule::Gpipe {
             micro_batches: None,
+            micro_batch: None,
         },
     ] {
         let r = evaluate(&inst, &Plan::contiguous(&[1], schedule.clone()));
@@ -727,6 +784,7 @@ fn zero_compute_with_communication_or_gradient_sync() {
         &[0, 1],
         Schedule::OneFOneB {
             micro_batches: Some(3),
+            micro_batch: None,
         },
     );
     // (m - 1) x 2 + 2.
@@ -741,6 +799,7 @@ fn zero_compute_with_communication_or_gradient_sync() {
     assert_close(ev.period_ms.unwrap(), 1.0);
     plan.schedule = Schedule::Gpipe {
         micro_batches: Some(2),
+        micro_batch: None,
     };
     let ev = evaluate(&inst, &plan).unwrap();
     assert_sound(&ev);
@@ -770,6 +829,7 @@ fn single_layer_single_gpu() {
         &[0],
         Schedule::OneFOneB {
             micro_batches: Some(4),
+            micro_batch: None,
         },
     );
     assert_close(ev.iteration_ms.unwrap(), 3.0 * 5.0 + 5.0);
@@ -781,6 +841,7 @@ fn single_layer_single_gpu() {
         &[0],
         Schedule::Gpipe {
             micro_batches: Some(4),
+            micro_batch: None,
         },
     );
     assert_close(ev.iteration_ms.unwrap(), 3.0 * 2.0 + 2.0 + 3.0 * 3.0 + 3.0);
@@ -863,6 +924,7 @@ fn overflowing_sums_are_an_error_not_infinity() {
         },
         Schedule::Gpipe {
             micro_batches: None,
+            micro_batch: None,
         },
     ] {
         let plan = Plan {
@@ -1051,6 +1113,7 @@ fn neighbouring_stages_on_one_group_form_one_pipeline_position() {
         ],
         schedule: Schedule::OneFOneB {
             micro_batches: Some(4),
+            micro_batch: None,
         },
     };
     assert_eq!(plan.positions(), Some(vec![0, 0, 1]));
@@ -1073,6 +1136,7 @@ fn a_gpu_in_two_pipeline_positions_is_an_error_for_synchronous_schedules() {
         ],
         schedule: Schedule::Gpipe {
             micro_batches: None,
+            micro_batch: None,
         },
     };
     assert_eq!(plan.positions(), None);

@@ -55,12 +55,7 @@ fn names(inst: &Instance) -> Vec<&str> {
 
 #[test]
 fn pipedream_dag_with_skip_connections() {
-    let inst = import_file(
-        Source::PipeDream,
-        &fixture("pipedream/skip.txt"),
-        &opts(),
-    )
-    .unwrap();
+    let inst = import_file(Source::PipeDream, &fixture("pipedream/skip.txt"), &opts()).unwrap();
     assert_eq!(inst.name, "skip");
     // Input removed, unused __getitem__(1) removed, the rest in node-number order.
     assert_eq!(

@@ -69,13 +69,6 @@ pub struct MaxBatch {
     pub reason: Option<String>,
 }
 
-/// `inst` with micro-batch size `b`.
-pub fn with_micro_batch(inst: &Instance, b: u32) -> Instance {
-    let mut i = inst.clone();
-    i.training.micro_batch = Some(b);
-    i
-}
-
 /// Solves at size `b`: Ok(throughput) when the evaluated plan fits, Err(reason) otherwise.
 fn probe(
     algo: &dyn Algorithm,
@@ -83,7 +76,7 @@ fn probe(
     b: u32,
     opts: &SolveOptions,
 ) -> Result<f64, String> {
-    let i = with_micro_batch(inst, b);
+    let i = inst.with_micro_batch(b);
     match harness::run(algo, &i, opts) {
         Ok(sol) => match sol.evaluated {
             Some(ev) if ev.fits => Ok(ev.throughput),

@@ -3,7 +3,7 @@
 use pipeplan_formulations::evaluate::evaluate;
 use pipeplan_formulations::Instance;
 use pipeplan_solvers::algorithm::Algorithm;
-use pipeplan_solvers::max_batch::{max_batch, with_micro_batch, MaxBatchOptions};
+use pipeplan_solvers::max_batch::{max_batch, MaxBatchOptions};
 use pipeplan_solvers::registry;
 use serde_json::json;
 
@@ -24,7 +24,7 @@ fn inst() -> Instance {
 }
 
 fn fits(algo: &dyn Algorithm, inst: &Instance, b: u32, o: &MaxBatchOptions) -> bool {
-    let i = with_micro_batch(inst, b);
+    let i = inst.with_micro_batch(b);
     algo.solve(&i, &o.solve)
         .ok()
         .and_then(|s| evaluate(&i, &s.plan).ok())

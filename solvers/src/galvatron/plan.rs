@@ -36,9 +36,18 @@ pub fn to_plan(inst: &Instance, lt: &LayerTypes, f: &Found) -> Plan {
         start += n;
     }
     let m = Some(b.chunks as u32);
+    // The search picks its own batch: the plan says which micro-batch size it trains (uneven
+    // chunks, as torch's `chunk` makes them, are rounded up to the largest).
+    let micro_batch = Some(f.task.bsz.div_ceil(b.chunks.max(1)) as u32);
     let schedule = match lt.settings.pipeline_type {
-        PipelineType::Gpipe => Schedule::Gpipe { micro_batches: m },
-        PipelineType::PipedreamFlush => Schedule::OneFOneB { micro_batches: m },
+        PipelineType::Gpipe => Schedule::Gpipe {
+            micro_batches: m,
+            micro_batch,
+        },
+        PipelineType::PipedreamFlush => Schedule::OneFOneB {
+            micro_batches: m,
+            micro_batch,
+        },
     };
     Plan { stages, schedule }
 }
