@@ -112,9 +112,15 @@ impl MadChain {
         before + after
     }
 
+    /// M(k, l, g) without the communication buffers: model states plus `g` micro-batches of
+    /// activations. It only grows as `k` decreases (states, activations and `g` all grow).
+    pub fn core(&self, k: usize, l: usize, g: f64) -> f64 {
+        self.states(k, l) + g * self.activations(k, l)
+    }
+
     /// M(k, l, g): memory of layers `k..l` alone on a GPU keeping `g` micro-batches in flight.
     pub fn m(&self, k: usize, l: usize, g: f64) -> f64 {
-        self.states(k, l) + g * self.activations(k, l) + self.buffers(k, l)
+        self.core(k, l, g) + self.buffers(k, l)
     }
 }
 

@@ -550,13 +550,6 @@ impl<'a> Dp<'a> {
         }
     }
 
-    /// Memory of stage `k..l` without its buffers when it keeps `g` micro-batches: a part that
-    /// only grows as `k` decreases (states, activations and `g` all grow).
-    #[inline]
-    fn core_memory(&self, k: usize, l: usize, g: f64) -> f64 {
-        self.mc.states(k, l) + g * self.mc.activations(k, l)
-    }
-
     #[inline]
     fn normal_fits(&self, k: usize, l: usize, s: &Step) -> bool {
         self.mc.m(k, l, s.g as f64) <= self.limit
@@ -784,7 +777,7 @@ impl<'a> Dp<'a> {
             examined += 1;
             let s = self.step(k, l, v, gv);
             if try_n {
-                if self.core_memory(k, l, s.g as f64) > self.limit {
+                if self.mc.core(k, l, s.g as f64) > self.limit {
                     normal_alive = false;
                 } else if self.normal_fits(k, l, &s) {
                     let ck = Key {
@@ -802,7 +795,7 @@ impl<'a> Dp<'a> {
                 }
             }
             if try_s {
-                if m + self.core_memory(k, l, (s.g - 1) as f64) > self.limit {
+                if m + self.mc.core(k, l, (s.g - 1) as f64) > self.limit {
                     special_alive = false;
                 } else if let Some((tk, tv, mk, mv)) = self.special(k, l, t, m, &s) {
                     let edge = tv.max(s.c);
