@@ -237,7 +237,74 @@ impl Default for Training {
     }
 }
 
+impl Layer {
+    /// A layer with these times (ms) and sizes (bytes); no kind, `saved` and `cut` at their
+    /// defaults.
+    pub fn new(
+        name: impl Into<String>,
+        forward: f64,
+        backward: f64,
+        weights: f64,
+        output: f64,
+    ) -> Layer {
+        Layer {
+            name: name.into(),
+            kind: None,
+            forward,
+            backward,
+            weights,
+            output,
+            saved: None,
+            cut: None,
+        }
+    }
+}
+
+impl Cluster {
+    /// One node of `gpus` GPUs with `memory` bytes each, linked at `bandwidth` bytes/s; no
+    /// inter-node bandwidth, no host link.
+    pub fn single_node(gpus: u32, memory: f64, bandwidth: f64) -> Cluster {
+        Cluster {
+            gpus,
+            gpus_per_node: None,
+            memory,
+            bandwidth: Bandwidth {
+                intra_node: bandwidth,
+                inter_node: None,
+            },
+            pcie: None,
+        }
+    }
+}
+
 impl Instance {
+    /// An instance of the current [`FORMAT`] named `name` (the model too), profiled at `batch`
+    /// samples per micro-batch with `input` bytes of model input; empty `source`, default
+    /// training, no extensions. Not validated: call [`Instance::validate`].
+    pub fn new(
+        name: impl Into<String>,
+        batch: u32,
+        input: f64,
+        layers: Vec<Layer>,
+        cluster: Cluster,
+    ) -> Instance {
+        let name = name.into();
+        Instance {
+            format: FORMAT.to_string(),
+            name: name.clone(),
+            source: String::new(),
+            model: Model {
+                name,
+                batch,
+                input,
+                layers,
+            },
+            cluster,
+            training: Training::default(),
+            extensions: BTreeMap::new(),
+        }
+    }
+
     /// Parses an instance from JSON text and validates it. Errors name the offending field.
     pub fn from_json(text: &str) -> Result<Instance, InputError> {
         // Read the version tag first: a file of another major version should be rejected for its

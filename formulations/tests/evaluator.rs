@@ -5,53 +5,23 @@
 //! the worked example of `docs/evaluator.md`.
 
 use pipeplan_formulations::evaluate::{evaluate, one_f_one_b_star_pattern, Evaluation};
-use pipeplan_formulations::instance::{Bandwidth, Cluster, Instance, Layer, Model, Training};
+use pipeplan_formulations::instance::{Cluster, Instance, Layer};
 use pipeplan_formulations::plan::{Pattern, Plan, Schedule, Stage};
 use pipeplan_formulations::simulate::{simulate, ScheduleViolation};
 use pipeplan_formulations::InputError;
-use std::collections::BTreeMap;
 
 /// (forward ms, backward ms, weight bytes, output bytes, saved bytes override).
 type L5 = (f64, f64, f64, f64, Option<f64>);
 
 /// Model batch 8 (= the micro-batch), one node, memory 1 MB per GPU.
 fn instance(layers: &[L5], input: f64, gpus: u32, bw: f64) -> Instance {
-    let inst = Instance {
-        format: "pipeplan/instance@1".into(),
-        name: "t".into(),
-        source: String::new(),
-        model: Model {
-            name: "t".into(),
-            batch: 8,
-            input,
-            layers: layers
-                .iter()
-                .enumerate()
-                .map(|(i, &(f, b, w, o, saved))| Layer {
-                    name: format!("l{i}"),
-                    kind: None,
-                    forward: f,
-                    backward: b,
-                    weights: w,
-                    output: o,
-                    saved,
-                    cut: None,
-                })
-                .collect(),
-        },
-        cluster: Cluster {
-            gpus,
-            gpus_per_node: None,
-            memory: 1e6,
-            bandwidth: Bandwidth {
-                intra_node: bw,
-                inter_node: None,
-            },
-            pcie: None,
-        },
-        training: Training::default(),
-        extensions: BTreeMap::new(),
-    };
+    let layers = layers.iter().enumerate();
+    let layers = layers.map(|(i, &(f, b, w, o, saved))| Layer {
+        saved,
+        ..Layer::new(format!("l{i}"), f, b, w, o)
+    });
+    let cluster = Cluster::single_node(gpus, 1e6, bw);
+    let inst = Instance::new("t", 8, input, layers.collect(), cluster);
     inst.validate().expect("test instance is valid");
     inst
 }

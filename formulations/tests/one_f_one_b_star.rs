@@ -17,9 +17,7 @@
 
 use pipeplan_formulations::cost::{cut_costs, stage_costs};
 use pipeplan_formulations::evaluate::{evaluate, one_f_one_b_star_pattern, pipeline_resources};
-use pipeplan_formulations::instance::{
-    Bandwidth, Cluster, Instance, Layer, Model, ScheduleKind, Training, FORMAT,
-};
+use pipeplan_formulations::instance::{Cluster, Instance, Layer, ScheduleKind, Training};
 use pipeplan_formulations::madpipe::MadChain;
 use pipeplan_formulations::one_f_one_b_star::{groups, Resource};
 use pipeplan_formulations::plan::{Plan, Schedule};
@@ -54,51 +52,22 @@ enum Period {
 fn build(c: &Case) -> Instance {
     let (batch, micro_batch, weight_versions, optimizer_state_factor) = c.training;
     let gpus = c.ends.len() as u32 + c.spare;
-    let inst = Instance {
-        format: FORMAT.to_string(),
-        name: "star".into(),
-        source: "formulations/tests/one_f_one_b_star.rs".into(),
-        model: Model {
-            name: "star".into(),
-            batch,
-            input: c.input,
-            layers: c
-                .layers
-                .iter()
-                .enumerate()
-                .map(
-                    |(i, &(forward, backward, weights, output, saved, cut))| Layer {
-                        name: format!("l{i}"),
-                        kind: None,
-                        forward,
-                        backward,
-                        weights,
-                        output,
-                        saved,
-                        cut,
-                    },
-                )
-                .collect(),
-        },
-        cluster: Cluster {
-            gpus,
-            gpus_per_node: c.nodes.then_some(1),
-            memory: 1e12,
-            bandwidth: Bandwidth {
-                intra_node: 7e9,
-                inter_node: c.nodes.then_some(1.3e9),
-            },
-            pcie: None,
-        },
-        training: Training {
-            micro_batch,
-            micro_batches: None,
-            schedule: ScheduleKind::Async,
-            weight_versions,
-            optimizer_state_factor,
-            precision: None,
-        },
-        extensions: Default::default(),
+    let layers = c.layers.iter().enumerate();
+    let layers = layers.map(|(i, &(f, b, w, o, saved, cut))| Layer {
+        saved,
+        cut,
+        ..Layer::new(format!("l{i}"), f, b, w, o)
+    });
+    let cluster = Cluster::single_node(gpus, 1e12, 7e9);
+    let mut inst = Instance::new("star", batch, c.input, layers.collect(), cluster);
+    inst.source = "formulations/tests/one_f_one_b_star.rs".into();
+    inst.cluster.gpus_per_node = c.nodes.then_some(1);
+    inst.cluster.bandwidth.inter_node = c.nodes.then_some(1.3e9);
+    inst.training = Training {
+        micro_batch,
+        weight_versions,
+        optimizer_state_factor,
+        ..Training::default()
     };
     inst.validate().expect("valid instance");
     inst

@@ -13,7 +13,7 @@
 //! all sums are exact in binary floating point and the comparison never depends on tolerances.
 
 use pipeplan_formulations::evaluate::{evaluate, one_f_one_b_star_pattern};
-use pipeplan_formulations::instance::{Bandwidth, Cluster, Instance, Layer, Model, Training};
+use pipeplan_formulations::instance::{Cluster, Instance, Layer};
 use pipeplan_formulations::one_f_one_b_star::{groups, one_f_one_b_star, Resource};
 use pipeplan_formulations::plan::{OpKind, Pattern, PatternOp, Plan, Schedule, Stage};
 use pipeplan_formulations::simulate::{
@@ -32,42 +32,10 @@ const BW: f64 = 1024.0;
 type L4 = (f64, f64, f64, f64);
 
 fn instance(layers: &[L4], input: f64, gpus: u32, bw: f64) -> Instance {
-    let inst = Instance {
-        format: "pipeplan/instance@1".into(),
-        name: "t".into(),
-        source: String::new(),
-        model: Model {
-            name: "t".into(),
-            batch: 1,
-            input,
-            layers: layers
-                .iter()
-                .enumerate()
-                .map(|(i, &(f, b, w, o))| Layer {
-                    name: format!("l{i}"),
-                    kind: None,
-                    forward: f,
-                    backward: b,
-                    weights: w,
-                    output: o,
-                    saved: None,
-                    cut: None,
-                })
-                .collect(),
-        },
-        cluster: Cluster {
-            gpus,
-            gpus_per_node: None,
-            memory: 1e18,
-            bandwidth: Bandwidth {
-                intra_node: bw,
-                inter_node: None,
-            },
-            pcie: None,
-        },
-        training: Training::default(),
-        extensions: BTreeMap::new(),
-    };
+    let layers = layers.iter().enumerate();
+    let layers = layers.map(|(i, &(f, b, w, o))| Layer::new(format!("l{i}"), f, b, w, o));
+    let cluster = Cluster::single_node(gpus, 1e18, bw);
+    let inst = Instance::new("t", 1, input, layers.collect(), cluster);
     inst.validate().expect("test instance is valid");
     inst
 }

@@ -14,14 +14,11 @@
 
 use pipeplan_formulations::cost::weight_versions;
 use pipeplan_formulations::evaluate::evaluate;
-use pipeplan_formulations::instance::{
-    Bandwidth, Cluster, Instance, Layer, Model, ScheduleKind, Training, FORMAT,
-};
+use pipeplan_formulations::instance::{Cluster, Instance, Layer, ScheduleKind, Training};
 use pipeplan_formulations::{Plan, Schedule};
 use pipeplan_solvers::harness::run;
 use pipeplan_solvers::{registry, Solution, SolveError, SolveOptions, Status};
 use proptest::prelude::*;
-use std::collections::BTreeMap;
 
 // ------------------------------------------------------------------------------------------------
 // Instances
@@ -35,50 +32,24 @@ type TrainSpec = (ScheduleKind, Option<u32>, u32, Option<u32>, u32, f64);
 
 fn build(layers: &[LayerSpec], input: f64, gpus: u32, two_nodes: bool, t: TrainSpec) -> Instance {
     let (schedule, micro_batches, batch, micro_batch, weight_versions, optimizer_state_factor) = t;
-    let inst = Instance {
-        format: FORMAT.to_string(),
-        name: "random".into(),
-        source: "solvers/tests/baselines.rs".into(),
-        model: Model {
-            name: "random".into(),
-            batch,
-            input,
-            layers: layers
-                .iter()
-                .enumerate()
-                .map(
-                    |(i, &(forward, backward, weights, output, saved, cut))| Layer {
-                        name: format!("l{i}"),
-                        kind: None,
-                        forward,
-                        backward,
-                        weights,
-                        output,
-                        saved,
-                        cut,
-                    },
-                )
-                .collect(),
-        },
-        cluster: Cluster {
-            gpus,
-            gpus_per_node: two_nodes.then_some(1),
-            memory: 64e6,
-            bandwidth: Bandwidth {
-                intra_node: 10e9,
-                inter_node: two_nodes.then_some(1e9),
-            },
-            pcie: None,
-        },
-        training: Training {
-            micro_batch,
-            micro_batches,
-            schedule,
-            weight_versions,
-            optimizer_state_factor,
-            precision: None,
-        },
-        extensions: BTreeMap::new(),
+    let layers = layers.iter().enumerate();
+    let layers = layers.map(|(i, &(f, b, w, o, saved, cut))| Layer {
+        saved,
+        cut,
+        ..Layer::new(format!("l{i}"), f, b, w, o)
+    });
+    let cluster = Cluster::single_node(gpus, 64e6, 10e9);
+    let mut inst = Instance::new("random", batch, input, layers.collect(), cluster);
+    inst.source = "solvers/tests/baselines.rs".into();
+    inst.cluster.gpus_per_node = two_nodes.then_some(1);
+    inst.cluster.bandwidth.inter_node = two_nodes.then_some(1e9);
+    inst.training = Training {
+        micro_batch,
+        micro_batches,
+        schedule,
+        weight_versions,
+        optimizer_state_factor,
+        precision: None,
     };
     inst.validate().expect("generated test instance is valid");
     inst

@@ -14,9 +14,7 @@
 
 use pipeplan_formulations::cost::{cut_costs, stage_costs};
 use pipeplan_formulations::evaluate::{evaluate, pipeline_resources};
-use pipeplan_formulations::instance::{
-    Bandwidth, Cluster, Instance, Layer, Model, ScheduleKind, Training, FORMAT,
-};
+use pipeplan_formulations::instance::{Cluster, Instance, Layer, ScheduleKind, Training};
 use pipeplan_formulations::one_f_one_b_star::Resource;
 use pipeplan_formulations::{Plan, Schedule};
 use pipeplan_solvers::harness::run;
@@ -48,51 +46,22 @@ struct Case {
 
 fn build(c: &Case) -> Instance {
     let (batch, micro_batch, weight_versions, optimizer_state_factor) = c.training;
-    let mut inst = Instance {
-        format: FORMAT.to_string(),
-        name: "random".into(),
-        source: "solvers/tests/madpipe_contiguous.rs".into(),
-        model: Model {
-            name: "random".into(),
-            batch,
-            input: c.input,
-            layers: c
-                .layers
-                .iter()
-                .enumerate()
-                .map(
-                    |(i, &(forward, backward, weights, output, saved, cut))| Layer {
-                        name: format!("l{i}"),
-                        kind: None,
-                        forward,
-                        backward,
-                        weights,
-                        output,
-                        saved,
-                        cut,
-                    },
-                )
-                .collect(),
-        },
-        cluster: Cluster {
-            gpus: c.gpus,
-            gpus_per_node: c.two_nodes.then_some(c.gpus / 2),
-            memory: 1.0,
-            bandwidth: Bandwidth {
-                intra_node: 3e9,
-                inter_node: c.two_nodes.then_some(0.7e9),
-            },
-            pcie: None,
-        },
-        training: Training {
-            micro_batch,
-            micro_batches: None,
-            schedule: ScheduleKind::Async,
-            weight_versions,
-            optimizer_state_factor,
-            precision: None,
-        },
-        extensions: Default::default(),
+    let layers = c.layers.iter().enumerate();
+    let layers = layers.map(|(i, &(f, b, w, o, saved, cut))| Layer {
+        saved,
+        cut,
+        ..Layer::new(format!("l{i}"), f, b, w, o)
+    });
+    let cluster = Cluster::single_node(c.gpus, 1.0, 3e9);
+    let mut inst = Instance::new("random", batch, c.input, layers.collect(), cluster);
+    inst.source = "solvers/tests/madpipe_contiguous.rs".into();
+    inst.cluster.gpus_per_node = c.two_nodes.then_some(c.gpus / 2);
+    inst.cluster.bandwidth.inter_node = c.two_nodes.then_some(0.7e9);
+    inst.training = Training {
+        micro_batch,
+        weight_versions,
+        optimizer_state_factor,
+        ..Training::default()
     };
     let ch = inst.chain();
     let copies = weight_versions as f64 + 1.0 + optimizer_state_factor;

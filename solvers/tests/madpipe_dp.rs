@@ -16,9 +16,7 @@
 //! - bad input gets a precise error (GPU count, options, memory that never fits, deadline).
 
 use pipeplan_formulations::evaluate::evaluate;
-use pipeplan_formulations::instance::{
-    Bandwidth, Cluster, Instance, Layer, Model, Training, FORMAT,
-};
+use pipeplan_formulations::instance::{Cluster, Instance, Layer};
 use pipeplan_formulations::madpipe::MadChain;
 use pipeplan_formulations::{Plan, Schedule};
 use pipeplan_solvers::madpipe::dp::{
@@ -26,7 +24,6 @@ use pipeplan_solvers::madpipe::dp::{
 };
 use pipeplan_solvers::SolveError;
 use proptest::prelude::*;
-use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Instant;
 
@@ -37,42 +34,11 @@ use std::time::Instant;
 type LayerSpec = (f64, f64, f64, f64);
 
 fn build(layers: &[LayerSpec], input: f64, gpus: u32, memory: f64, bandwidth: f64) -> Instance {
-    let inst = Instance {
-        format: FORMAT.to_string(),
-        name: "random".into(),
-        source: "solvers/tests/madpipe_dp.rs".into(),
-        model: Model {
-            name: "random".into(),
-            batch: 1,
-            input,
-            layers: layers
-                .iter()
-                .enumerate()
-                .map(|(i, &(forward, backward, weights, output))| Layer {
-                    name: format!("l{i}"),
-                    kind: None,
-                    forward,
-                    backward,
-                    weights,
-                    output,
-                    saved: None,
-                    cut: None,
-                })
-                .collect(),
-        },
-        cluster: Cluster {
-            gpus,
-            gpus_per_node: None,
-            memory,
-            bandwidth: Bandwidth {
-                intra_node: bandwidth,
-                inter_node: None,
-            },
-            pcie: None,
-        },
-        training: Training::default(),
-        extensions: BTreeMap::new(),
-    };
+    let layers = layers.iter().enumerate();
+    let layers = layers.map(|(i, &(f, b, w, o))| Layer::new(format!("l{i}"), f, b, w, o));
+    let cluster = Cluster::single_node(gpus, memory, bandwidth);
+    let mut inst = Instance::new("random", 1, input, layers.collect(), cluster);
+    inst.source = "solvers/tests/madpipe_dp.rs".into();
     inst.validate().expect("generated test instance is valid");
     inst
 }

@@ -18,9 +18,7 @@
 //! optima is a unit test of the module (`least_memory_matches_exhaustive_search`).
 
 use pipeplan_formulations::evaluate::{evaluate, Evaluation};
-use pipeplan_formulations::instance::{
-    Bandwidth, Cluster, Instance, Layer, Model, Training, FORMAT,
-};
+use pipeplan_formulations::instance::{Cluster, Instance, Layer};
 use pipeplan_formulations::plan::{OpKind, Schedule, Stage};
 use pipeplan_formulations::simulate::plan_operations;
 use pipeplan_formulations::Plan;
@@ -38,42 +36,12 @@ const MIB: f64 = 1024.0 * 1024.0;
 type L = (f64, f64, f64, f64);
 
 fn instance(layers: &[L], gpus: u32, memory: f64, bandwidth: f64) -> Instance {
-    let inst = Instance {
-        format: FORMAT.to_string(),
-        name: "test".into(),
-        source: "solvers/tests/schedule_ilp.rs".into(),
-        model: Model {
-            name: "test".into(),
-            batch: 1,
-            input: 2.0 * MIB,
-            layers: layers
-                .iter()
-                .enumerate()
-                .map(|(i, &(forward, backward, w, out))| Layer {
-                    name: format!("l{i}"),
-                    kind: None,
-                    forward,
-                    backward,
-                    weights: w * MIB,
-                    output: out * MIB,
-                    saved: None,
-                    cut: None,
-                })
-                .collect(),
-        },
-        cluster: Cluster {
-            gpus,
-            gpus_per_node: None,
-            memory,
-            bandwidth: Bandwidth {
-                intra_node: bandwidth,
-                inter_node: None,
-            },
-            pcie: None,
-        },
-        training: Training::default(),
-        extensions: BTreeMap::new(),
-    };
+    let layers = layers.iter().enumerate();
+    let layers =
+        layers.map(|(i, &(f, b, w, o))| Layer::new(format!("l{i}"), f, b, w * MIB, o * MIB));
+    let cluster = Cluster::single_node(gpus, memory, bandwidth);
+    let mut inst = Instance::new("test", 1, 2.0 * MIB, layers.collect(), cluster);
+    inst.source = "solvers/tests/schedule_ilp.rs".into();
     inst.validate().expect("valid test instance");
     inst
 }

@@ -18,14 +18,8 @@
 //!
 //! ```
 //! use pipeplan_formulations::generate::{generate, GenerateOptions};
-//! use pipeplan_formulations::instance::{Bandwidth, Cluster};
-//! let cluster = Cluster {
-//!     gpus: 4,
-//!     gpus_per_node: None,
-//!     memory: 8.0 * 1024f64.powi(3),
-//!     bandwidth: Bandwidth { intra_node: 12e9, inter_node: None },
-//!     pcie: None,
-//! };
+//! use pipeplan_formulations::instance::Cluster;
+//! let cluster = Cluster::single_node(4, 8.0 * 1024f64.powi(3), 12e9);
 //! let inst = generate(&GenerateOptions::new("resnet50", cluster)).unwrap();
 //! assert_eq!(inst.name, "resnet50-1000px-b8-4gpu-8gib");
 //! assert_eq!(inst.num_layers(), 18);

@@ -21,14 +21,8 @@ struct Setup {
 fn v100_node(gpus: u32, gib: f64, bw: f64) -> Setup {
     Setup {
         cluster: Cluster {
-            gpus,
-            gpus_per_node: None,
-            memory: gib * GIB,
-            bandwidth: Bandwidth {
-                intra_node: bw,
-                inter_node: None,
-            },
             pcie: Some(12e9),
+            ..Cluster::single_node(gpus, gib * GIB, bw)
         },
         device: Device::V100,
         note: format!(
@@ -73,14 +67,8 @@ fn v100_two_nodes(gib: f64, intra: f64, intra_what: &str) -> Setup {
 fn a100_pcie_node(gpus: u32) -> Setup {
     Setup {
         cluster: Cluster {
-            gpus,
-            gpus_per_node: None,
-            memory: 40.0 * GIB,
-            bandwidth: Bandwidth {
-                intra_node: 24e9,
-                inter_node: None,
-            },
             pcie: Some(24e9),
+            ..Cluster::single_node(gpus, 40.0 * GIB, 24e9)
         },
         device: Device::A100,
         note: format!(

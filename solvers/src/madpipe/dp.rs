@@ -1208,19 +1208,20 @@ fn infeasible_message(inst: &Instance, mc: &MadChain, gpus: usize, t_max: f64) -
 #[cfg(test)]
 mod tests {
     use super::*;
+    use pipeplan_formulations::instance::{Cluster, Layer};
 
+    /// Batch 4, input 3 MiB, layers a, b, c; two GPUs of 1 GiB at 1 GB/s.
     fn inst() -> Instance {
-        Instance::from_json(
-            r#"{
-          "format": "pipeplan/instance@1",
-          "model": {"batch": 4, "input": "3 MiB", "layers": [
-            {"name": "a", "forward": 1, "backward": 2, "weights": "10 MiB", "output": "2 MiB"},
-            {"name": "b", "forward": 2, "backward": 3, "weights": "20 MiB", "output": "1 MiB"},
-            {"name": "c", "forward": 1, "backward": 1, "weights": "5 MiB", "output": "4 MiB"}]},
-          "cluster": {"gpus": 2, "memory": "1 GiB", "bandwidth": {"intra_node": "1 GB/s"}}
-        }"#,
-        )
-        .unwrap()
+        let mib = 1024.0 * 1024.0;
+        let layers = vec![
+            Layer::new("a", 1.0, 2.0, 10.0 * mib, 2.0 * mib),
+            Layer::new("b", 2.0, 3.0, 20.0 * mib, mib),
+            Layer::new("c", 1.0, 1.0, 5.0 * mib, 4.0 * mib),
+        ];
+        let cluster = Cluster::single_node(2, 1024.0 * mib, 1e9);
+        let inst = Instance::new("", 4, 3.0 * mib, layers, cluster);
+        inst.validate().unwrap();
+        inst
     }
 
     #[test]

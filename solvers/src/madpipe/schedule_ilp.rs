@@ -1086,46 +1086,15 @@ fn solve_milp(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use pipeplan_formulations::instance::{Bandwidth, Cluster, Layer, Model, Training, FORMAT};
+    use pipeplan_formulations::instance::{Cluster, Layer};
 
     fn instance(layers: &[(f64, f64, f64, f64)], gpus: u32, bandwidth: f64) -> Instance {
         let mib = 1024.0 * 1024.0;
-        let inst = Instance {
-            format: FORMAT.to_string(),
-            name: "brute".into(),
-            source: String::new(),
-            model: Model {
-                name: "brute".into(),
-                batch: 1,
-                input: 2.0 * mib,
-                layers: layers
-                    .iter()
-                    .enumerate()
-                    .map(|(i, &(forward, backward, w, out))| Layer {
-                        name: format!("l{i}"),
-                        kind: None,
-                        forward,
-                        backward,
-                        weights: w * mib,
-                        output: out * mib,
-                        saved: None,
-                        cut: None,
-                    })
-                    .collect(),
-            },
-            cluster: Cluster {
-                gpus,
-                gpus_per_node: None,
-                memory: 1e15,
-                bandwidth: Bandwidth {
-                    intra_node: bandwidth,
-                    inter_node: None,
-                },
-                pcie: None,
-            },
-            training: Training::default(),
-            extensions: BTreeMap::new(),
-        };
+        let layers = layers.iter().enumerate();
+        let layers =
+            layers.map(|(i, &(f, b, w, o))| Layer::new(format!("l{i}"), f, b, w * mib, o * mib));
+        let cluster = Cluster::single_node(gpus, 1e15, bandwidth);
+        let inst = Instance::new("brute", 1, 2.0 * mib, layers.collect(), cluster);
         inst.validate().unwrap();
         inst
     }
