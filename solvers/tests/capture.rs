@@ -5,7 +5,9 @@
 use pipeplan_formulations::capture::{MemoryProfile, Parallelism, Predictor, StageConfig};
 use pipeplan_formulations::Instance;
 use pipeplan_solvers::algorithm::{Algorithm, Solution, SolveOptions, Status};
-use pipeplan_solvers::capture::{CapslogBs, CapslogBsTb, Capture, CaptureExact, McapBf, McapBo};
+use pipeplan_solvers::capture::{
+    CaptureAlgorithm, Kind, CAPSLOG_BS, CAPSLOG_BS_TB, CAPTURE, CAPTURE_EXACT, MCAP_BF, MCAP_BO,
+};
 use pipeplan_solvers::harness;
 use proptest::prelude::*;
 use serde_json::json;
@@ -200,8 +202,8 @@ proptest! {
         let pred = Predictor::new(&prof, 4.0);
         let configs = pred.configs(k);
         let reference = naive(&pred, &configs, g as usize, k as usize, None);
-        let exact = harness::run(&CaptureExact, &inst, &SolveOptions::default());
-        let enumerated = harness::run(&Capture, &inst, &SolveOptions::default());
+        let exact = harness::run(&CAPTURE_EXACT, &inst, &SolveOptions::default());
+        let enumerated = harness::run(&CAPTURE, &inst, &SolveOptions::default());
         match reference {
             None => {
                 prop_assert!(exact.is_err() && enumerated.is_err());
@@ -228,13 +230,13 @@ proptest! {
         let pred = Predictor::new(&prof, 4.0);
         let p = (g as usize).min(l);
         let (v, shape_ref) = naive(&pred, &[StageConfig::PIPELINE], p, p, None).unwrap();
-        let exact = solve(&CaptureExact, &inst, &[("space", "pipeline")]);
-        let bf = solve(&McapBf, &inst, &[]);
+        let exact = solve(&CAPTURE_EXACT, &inst, &[("space", "pipeline")]);
+        let bf = solve(&MCAP_BF, &inst, &[]);
         prop_assert_eq!(&shape(&exact), &shape_ref);
         prop_assert_eq!(&shape(&bf), &shape_ref);
         prop_assert_eq!(&exact.claimed.peak_memory.clone().unwrap()[..p], &v[..]);
         let best = exact.claimed.max_memory.unwrap();
-        for algo in [&CapslogBs as &dyn Algorithm, &CapslogBsTb] {
+        for algo in [&CAPSLOG_BS as &dyn Algorithm, &CAPSLOG_BS_TB] {
             let s = solve(algo, &inst, &[]);
             prop_assert!(s.claimed.max_memory.unwrap() >= best);
             prop_assert_eq!(s.stats.status, Status::Heuristic);
@@ -257,8 +259,8 @@ proptest! {
         let reference = naive(&pred, &configs, g as usize, k as usize, Some(3));
         let mut opts = SolveOptions::default();
         opts.params.insert("correct_1f1b".into(), "true".into());
-        let exact = harness::run(&CaptureExact, &inst, &opts);
-        let enumerated = harness::run(&Capture, &inst, &opts);
+        let exact = harness::run(&CAPTURE_EXACT, &inst, &opts);
+        let enumerated = harness::run(&CAPTURE, &inst, &opts);
         match reference {
             None => prop_assert!(exact.is_err() && enumerated.is_err()),
             Some((v, shape_ref)) => {
@@ -270,12 +272,12 @@ proptest! {
         }
         let p = (g as usize).min(l);
         let (v, shape_ref) = naive(&pred, &[StageConfig::PIPELINE], p, p, Some(3)).unwrap();
-        let exact = solve(&CaptureExact, &inst, &[("space", "pipeline"), corr[0]]);
-        let bf = solve(&McapBf, &inst, &corr);
+        let exact = solve(&CAPTURE_EXACT, &inst, &[("space", "pipeline"), corr[0]]);
+        let bf = solve(&MCAP_BF, &inst, &corr);
         prop_assert_eq!(&shape(&exact), &shape_ref);
         prop_assert_eq!(&shape(&bf), &shape_ref);
         prop_assert_eq!(&exact.claimed.peak_memory.clone().unwrap()[..p], &v[..]);
-        for algo in [&CapslogBs as &dyn Algorithm, &CapslogBsTb, &McapBo] {
+        for algo in [&CAPSLOG_BS as &dyn Algorithm, &CAPSLOG_BS_TB, &MCAP_BO] {
             // mcap-bo on a small budget: egobox's GP is slow in a debug build.
             let bo = [("initial", "4"), ("iterations", "1"), ("candidates", "2")];
             let params: Vec<_> = std::iter::once(corr[0])
@@ -294,16 +296,21 @@ const BO_SMALL: [(&str, &str); 3] = [("initial", "8"), ("iterations", "4"), ("ca
 #[test]
 fn mcap_bo_is_seeded_and_counts_its_evaluations() {
     let inst = shipped("resnet50-1000px-b8-8gpu-16gib.json");
-    let a = solve(&McapBo, &inst, &BO_SMALL);
-    let b = solve(&McapBo, &inst, &BO_SMALL);
+    let a = solve(&MCAP_BO, &inst, &BO_SMALL);
+    let b = solve(&MCAP_BO, &inst, &BO_SMALL);
     assert_eq!(a.plan, b.plan);
     assert_eq!(a.claimed.peak_memory, b.claimed.peak_memory);
     // 8 initial + 4 guided points, each evaluated once (egobox skips only repeated points).
     assert_eq!(a.stats.counters.get("evaluations"), Some(&12.0));
-    let few = solve(&McapBo, &inst, &[("initial", "5"), ("iterations", "0")]);
+    let distinct = a.stats.counters["distinct plans"];
+    assert!(
+        (1.0..=12.0).contains(&distinct),
+        "{distinct} distinct plans"
+    );
+    let few = solve(&MCAP_BO, &inst, &[("initial", "5"), ("iterations", "0")]);
     assert_eq!(few.stats.counters.get("evaluations"), Some(&5.0));
     // Never better than the exact pipeline optimum.
-    let exact = solve(&CaptureExact, &inst, &[("space", "pipeline")]);
+    let exact = solve(&CAPTURE_EXACT, &inst, &[("space", "pipeline")]);
     assert!(a.claimed.max_memory.unwrap() >= exact.claimed.max_memory.unwrap());
 }
 
@@ -316,8 +323,8 @@ fn mcap_bo_does_not_depend_on_the_thread_count() {
             .build()
             .unwrap()
     };
-    let one = pool(1).install(|| solve(&McapBo, &inst, &BO_SMALL));
-    let two = pool(2).install(|| solve(&McapBo, &inst, &BO_SMALL));
+    let one = pool(1).install(|| solve(&MCAP_BO, &inst, &BO_SMALL));
+    let two = pool(2).install(|| solve(&MCAP_BO, &inst, &BO_SMALL));
     assert_eq!(one.plan, two.plan);
     assert_eq!(
         one.stats.counters.get("evaluations"),
@@ -335,7 +342,7 @@ fn mcap_bo_stops_at_the_time_limit_after_its_initial_points() {
     for (k, v) in [("initial", "6"), ("iterations", "50"), ("candidates", "2")] {
         opts.params.insert(k.into(), v.into());
     }
-    let s = harness::run(&McapBo, &inst, &opts).unwrap();
+    let s = harness::run(&MCAP_BO, &inst, &opts).unwrap();
     // egobox checks its timeout between guided points, after the first one.
     let evals = s.stats.counters["evaluations"];
     assert!((6.0..=7.0).contains(&evals), "{evals} evaluations");
@@ -363,9 +370,9 @@ fn capslog_bs_misses_the_optimum_with_negative_m_a() {
         )],
         4,
     );
-    let exact = solve(&CaptureExact, &inst, &[("space", "pipeline")]);
-    let bs = solve(&CapslogBs, &inst, &[]);
-    let bf = solve(&McapBf, &inst, &[]);
+    let exact = solve(&CAPTURE_EXACT, &inst, &[("space", "pipeline")]);
+    let bs = solve(&CAPSLOG_BS, &inst, &[]);
+    let bf = solve(&MCAP_BF, &inst, &[]);
     assert_eq!(exact.claimed.max_memory, Some(15.0));
     assert_eq!(shape(&exact), vec![(2, 1, 1), (3, 1, 1)]);
     assert_eq!(bf.claimed.max_memory, Some(15.0));
@@ -383,7 +390,7 @@ fn ties_are_broken_by_the_next_highest_gpu() {
         &[("pp", 1, vec![10.0, 10.0, 10.0], vec![0.0, -1.0, -6.0])],
         3,
     );
-    for algo in [&CaptureExact as &dyn Algorithm, &McapBf, &Capture] {
+    for algo in [&CAPTURE_EXACT as &dyn Algorithm, &MCAP_BF, &CAPTURE] {
         let s = solve(
             algo,
             &inst,
@@ -417,7 +424,7 @@ fn capped_enumeration_says_so_and_is_deterministic_across_thread_counts() {
             .num_threads(threads)
             .build()
             .unwrap();
-        pool.install(|| solve(&Capture, &inst, &[("max_nodes", "20000")]))
+        pool.install(|| solve(&CAPTURE, &inst, &[("max_nodes", "20000")]))
     };
     let (a, b) = (run(1), run(2));
     assert_eq!(a.stats.status, Status::Feasible);
@@ -429,12 +436,36 @@ fn capped_enumeration_says_so_and_is_deterministic_across_thread_counts() {
     assert_eq!(a.plan, b.plan);
     assert_eq!(a.stats.counters, b.stats.counters);
     // The exact DP is never worse than the capped enumeration.
-    let exact = solve(&CaptureExact, &inst, &[]);
+    let exact = solve(&CAPTURE_EXACT, &inst, &[]);
     assert!(exact.claimed.max_memory.unwrap() <= a.claimed.max_memory.unwrap());
     assert!(exact
         .notes
         .iter()
         .any(|n| n.contains("derived from the chain")));
+}
+
+#[test]
+fn the_family_table_keeps_every_name_and_setting() {
+    let common = ["merge", "correct_1f1b"];
+    let want: [(&str, bool, &[&str]); 6] = [
+        ("capture", true, &["max_nodes"]),
+        ("mcap-bf", true, &["max_nodes"]),
+        ("mcap-bo", false, &["initial", "iterations", "candidates"]),
+        ("capslog-bs", false, &[]),
+        ("capslog-bs-tb", false, &[]),
+        ("capture-exact", true, &["space"]),
+    ];
+    let algos = pipeplan_solvers::capture::algorithms();
+    assert_eq!(algos.len(), want.len());
+    for (kind, (algo, (name, exact, own))) in Kind::ALL.iter().zip(algos.iter().zip(want)) {
+        assert_eq!(algo.name(), name);
+        assert_eq!(algo.exact(), exact, "{name}");
+        assert_eq!(algo.family(), pipeplan_solvers::Family::Capture);
+        assert!(!algo.description().is_empty());
+        let params: Vec<&str> = common.iter().chain(own).copied().collect();
+        assert_eq!(CaptureAlgorithm(*kind).params(), params, "{name}");
+        assert_eq!(CaptureAlgorithm(*kind).name(), name);
+    }
 }
 
 #[test]
@@ -448,14 +479,14 @@ fn settings_are_checked() {
     }
     let mut opts = SolveOptions::default();
     opts.params.insert("space".into(), "mesh".into());
-    assert!(CaptureExact
+    assert!(CAPTURE_EXACT
         .solve(&inst, &opts)
         .unwrap_err()
         .to_string()
         .contains("--set space"));
     let mut opts = SolveOptions::default();
     opts.params.insert("merge".into(), "x".into());
-    assert!(CaptureExact
+    assert!(CAPTURE_EXACT
         .solve(&inst, &opts)
         .unwrap_err()
         .to_string()
@@ -465,8 +496,8 @@ fn settings_are_checked() {
 #[test]
 fn layer_merger_plans_cover_the_original_chain() {
     let inst = shipped("gpt3-2.6b-s2048-b1-16gpu-32gib.json");
-    let merged = solve(&CaptureExact, &inst, &[("merge", "16")]);
-    let full = solve(&CaptureExact, &inst, &[]);
+    let merged = solve(&CAPTURE_EXACT, &inst, &[("merge", "16")]);
+    let full = solve(&CAPTURE_EXACT, &inst, &[]);
     assert_eq!(
         merged.plan.stages.last().unwrap().last + 1,
         inst.num_layers()
@@ -483,7 +514,7 @@ fn bad_statistics_fail_with_the_field() {
         "memory_profile".into(),
         json!({"statistics": [{"parallelism": "pp", "degree": 1, "batch": 1, "m_i": [1], "m_a": [0, 1]}]}),
     );
-    let e = harness::run(&CaptureExact, &inst, &SolveOptions::default())
+    let e = harness::run(&CAPTURE_EXACT, &inst, &SolveOptions::default())
         .unwrap_err()
         .to_string();
     assert!(

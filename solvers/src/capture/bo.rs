@@ -1,20 +1,27 @@
 //! mcap-bo: mCAP's Bayesian optimization over pipeline-only partitions, with the egobox-ego crate.
 //!
 //! As in the public mCAP code, a point is P - 1 integers in [1, 100]: entry k is the percentage
-//! of the layers still unplaced that GPU k takes (at least one, leaving one per later GPU), so
-//! every point is a valid partition ([`decode`]). egobox's `Egor` optimizer runs on that integer
-//! space (`XType::Int(1, 100)` per variable): `initial` seeded Latin-hypercube points, then up to
-//! `iterations` points chosen by expected improvement (`InfillStrategy::EI`) under its Gaussian
-//! process (constant mean, squared-exponential kernel, hyperparameters by likelihood, refitted
-//! from the previous ones plus [`GP_STARTS`] extra starts), maximized from `candidates` starts.
-//! The objective is the predicted peak memory; the plan returned is the best evaluated one in the
-//! family's tie-break order. Seeded by `SolveOptions.seed`; environment flags are ignored.
+//! of the layers GPU k may take (those still unplaced, less one for each later GPU) that it does
+//! take, at least one; the last GPU takes the rest. Every point is a valid partition
+//! ([`decode`]). egobox's `Egor` optimizer runs on that integer space (`XType::Int(1, 100)` per
+//! variable): `initial` seeded Latin-hypercube points, then up to `iterations` points chosen by
+//! expected improvement (`InfillStrategy::EI`) under its Gaussian process (constant mean,
+//! squared-exponential kernel, hyperparameters by likelihood, refitted from the previous ones
+//! plus [`GP_STARTS`] extra starts), maximized from `candidates` starts. The objective is the
+//! predicted peak memory in bytes (egobox normalizes its training outputs); the plan returned is
+//! the best evaluated one in the family's tie-break order. Seeded by `SolveOptions.seed`;
+//! environment flags are ignored.
 //!
 //! egobox skips a proposal that repeats an evaluated point and stops ("SolverConverged") after
 //! three in a row, so a run can make fewer than `initial + iterations` evaluations;
-//! [`BoResult::evaluations`] counts the objective's actual calls. The time limit is egobox's
-//! `timeout`, checked between guided points: the initial design and the first guided point are
-//! always evaluated.
+//! [`BoResult::evaluations`] counts the objective's actual calls. Distinct points can decode to
+//! the same partition, so [`BoResult::distinct_plans`] can be lower still. The time limit is
+//! egobox's `timeout`, checked between guided points: the initial design and the first guided
+//! point are always evaluated.
+//!
+//! Cost: at every guided point egobox 0.42 rescales the criterion on a fresh maximin Latin
+//! hypercube of min(100 x (P - 1), 1000) points (five candidate designs, all pairwise distances
+//! each), whatever the settings; on 16 GPUs that is most of a run (`docs/capture.md`).
 //!
 //! Side effects of egobox 0.42 on the process: its first run installs a Ctrl-C handler (Ctrl-C
 //! then cancels a running optimization instead of ending the process) and, when no logger is
@@ -26,6 +33,7 @@ use egobox_ego::{
 };
 use ndarray::{Array2, ArrayView2};
 use std::cell::RefCell;
+use std::collections::HashSet;
 use std::time::Instant;
 
 /// Budget and seed of one run.
@@ -52,6 +60,8 @@ pub struct BoResult {
     pub best: Key,
     /// Objective evaluations (calls of the objective, one per point).
     pub evaluations: usize,
+    /// Distinct partitions among the evaluated points.
+    pub distinct_plans: usize,
     /// Points in egobox's own history (equal to `evaluations`: a cross-check of the counter);
     /// `None` when egobox failed or was not run (one GPU).
     pub history: Option<usize>,
@@ -71,16 +81,22 @@ const PERCENT: i32 = 100;
 /// two or more come from a seeded Latin hypercube.
 pub const GP_STARTS: usize = 2;
 
-/// The partition a point encodes (stage ends over `space.gpus` GPUs).
+/// The partition a point encodes (stage ends over `space.gpus` GPUs), by the rule of the public
+/// mCAP code (`percent_to_layers`): GPU k may take `free` = the unplaced layers less one per later
+/// GPU, and takes `round(x_k / 100 x free)` of them, at least one, rounding half to even as
+/// Python's `round` does; the last GPU takes the rest. Entries are clamped to [1, 100]; `x` has
+/// one entry per GPU but the last.
 pub fn decode(space: &PlanSpace, x: &[i64]) -> Vec<Choice> {
     let (l, p) = (space.layers, space.gpus);
+    debug_assert_eq!(x.len() + 1, p, "one percentage per GPU but the last");
     let mut out = Vec::with_capacity(p);
     let mut first = 0;
     for (k, &pct) in x.iter().enumerate().take(p - 1) {
-        let remaining = l - first;
-        let later = p - k - 1;
-        let take = ((pct as f64 / 100.0) * remaining as f64).round() as usize;
-        let take = take.clamp(1, remaining - later);
+        // At least one layer per GPU from k on is left (the space has L >= P), so free >= 1.
+        let free = l - first - (p - k - 1);
+        let pct = pct.clamp(1, PERCENT as i64) as f64;
+        let take = (pct / 100.0 * free as f64).round_ties_even() as usize;
+        let take = take.clamp(1, free);
         out.push((first + take - 1, 0));
         first += take;
     }
@@ -92,15 +108,22 @@ pub fn decode(space: &PlanSpace, x: &[i64]) -> Vec<Choice> {
 #[derive(Default)]
 struct Record {
     evaluations: usize,
+    plans: HashSet<Vec<Choice>>,
     best: Option<Key>,
 }
 
 impl Record {
-    /// Evaluates one point: its plan's peak, remembered when it is the best so far.
+    /// Evaluates one point: its plan's peak, the plan remembered when it is the best so far.
     fn eval(&mut self, space: &PlanSpace, x: &[i64]) -> f64 {
-        let key = Key::of(space, &decode(space, x));
+        self.eval_plan(space, decode(space, x))
+    }
+
+    /// Evaluates one plan.
+    fn eval_plan(&mut self, space: &PlanSpace, plan: Vec<Choice>) -> f64 {
+        let key = Key::of(space, &plan);
         let peak = key.peak();
         self.evaluations += 1;
+        self.plans.insert(plan);
         if self.best.as_ref().is_none_or(|b| key.rank(b).is_lt()) {
             self.best = Some(key);
         }
@@ -108,15 +131,14 @@ impl Record {
     }
 }
 
-/// The point that splits the layers evenly (each GPU takes 1 / (GPUs left) of the rest).
-fn even_split(dim: usize) -> Vec<i64> {
-    (0..dim)
-        .map(|k| (100.0 / (dim + 1 - k) as f64).round() as i64)
-        .collect()
+/// The plan returned when egobox evaluated nothing: layers split as evenly as possible.
+fn even_split(space: &PlanSpace) -> Vec<Choice> {
+    let (l, p) = (space.layers, space.gpus);
+    (0..p).map(|k| ((k + 1) * l / p - 1, 0)).collect()
 }
 
 /// Runs the optimization on a pipeline-only space. Never fails: should egobox return an error,
-/// the result is the best point evaluated before it (the even split when there is none) and
+/// the result is the best point evaluated before it (an even split when there is none) and
 /// [`BoResult::error`] says why.
 pub fn optimize(space: &PlanSpace, s: BoSettings) -> BoResult {
     let dim = space.gpus - 1;
@@ -128,6 +150,7 @@ pub fn optimize(space: &PlanSpace, s: BoSettings) -> BoResult {
         return BoResult {
             best: r.best.expect("one evaluation"),
             evaluations: r.evaluations,
+            distinct_plans: r.plans.len(),
             history: None,
             timed_out: false,
             termination: "single partition".into(),
@@ -190,11 +213,12 @@ pub fn optimize(space: &PlanSpace, s: BoSettings) -> BoResult {
     };
     let mut r = record.into_inner();
     if r.best.is_none() {
-        r.eval(space, &even_split(dim));
+        r.eval_plan(space, even_split(space));
     }
     BoResult {
         best: r.best.expect("at least one evaluation"),
         evaluations: r.evaluations,
+        distinct_plans: r.plans.len(),
         history,
         timed_out,
         termination,
@@ -257,14 +281,56 @@ mod tests {
         }
     }
 
+    /// Layer counts of a decoded plan.
+    fn counts(plan: &[Choice]) -> Vec<usize> {
+        let mut first = 0;
+        plan.iter()
+            .map(|&(last, _)| {
+                let n = last + 1 - first;
+                first = last + 1;
+                n
+            })
+            .collect()
+    }
+
+    #[test]
+    fn decoding_follows_the_public_mcap_rule() {
+        // Values from the public code's `percent_to_layers` (Python) on 18 layers, 8 GPUs.
+        // GPU 0 may take 11 and takes round(5.5) = 6; GPU 1 may take 6 and takes
+        // round(4.5) = 4 (half to even); 1% of 3 rounds to 0 and becomes 1.
+        let s = space("resnet50-1000px-b8-8gpu-16gib.json", 8);
+        assert_eq!(s.layers, 18);
+        let cases: [([i64; 7], [usize; 8]); 3] = [
+            ([50, 75, 1, 100, 1, 1, 1], [6, 4, 1, 3, 1, 1, 1, 1]),
+            ([100; 7], [11, 1, 1, 1, 1, 1, 1, 1]),
+            ([1; 7], [1, 1, 1, 1, 1, 1, 1, 11]),
+        ];
+        for (x, want) in cases {
+            assert_eq!(counts(&decode(&s, &x)), want, "{x:?}");
+        }
+    }
+
     #[test]
     fn every_point_decodes_to_a_partition() {
-        let s = space("resnet50-1000px-b8-8gpu-16gib.json", 8);
-        for x in [[1i64; 7], [100; 7], [50, 1, 100, 3, 99, 2, 60]] {
-            let plan = decode(&s, &x);
-            assert_eq!(plan.len(), 8);
-            assert!(plan.windows(2).all(|w| w[0].0 < w[1].0));
-            assert_eq!(plan[7].0, s.layers - 1);
+        let inst = "resnet50-1000px-b8-8gpu-16gib.json";
+        // A fixed pseudo-random walk over the box, plus its corners, for 2 to 8 GPUs.
+        let mut state = 1u64;
+        let mut next = move || {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            1 + ((state >> 33) % 100) as i64
+        };
+        for p in 2..=8 {
+            let s = space(inst, p);
+            let mut points = vec![vec![1i64; p - 1], vec![100; p - 1]];
+            points.extend((0..200).map(|_| (0..p - 1).map(|_| next()).collect::<Vec<_>>()));
+            for x in points {
+                let plan = decode(&s, &x);
+                assert_eq!(plan.len(), p, "{x:?}");
+                assert!(plan.windows(2).all(|w| w[0].0 < w[1].0), "{x:?}");
+                assert_eq!(plan[p - 1].0, s.layers - 1);
+            }
         }
     }
 }

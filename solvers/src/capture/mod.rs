@@ -12,10 +12,14 @@
 //!
 //! Every algorithm claims the objective [`space::OBJECTIVE`] (bytes) and the per-GPU predicted
 //! memory; the harness adds the evaluator's figures. Settings (`--set`): `merge=L_m` (layer
-//! merger) and `correct_1f1b=true|false` (default false, as in the paper) for all; `max_nodes=N` (default 100000) for the enumerations; `space=hybrid|pipeline`
-//! for capture-exact; `initial=30`, `iterations=70`, `candidates=64` for mcap-bo (seed:
-//! `--seed`). The statistics come from the `memory_profile` extension or, when it is
-//! absent, from the chain (the solution's notes say so).
+//! merger) and `correct_1f1b=true|false` (default false, as in the paper) for all;
+//! `max_nodes=N` (default 100000) for the enumerations; `space=hybrid|pipeline` for
+//! capture-exact; `initial=30`, `iterations=70`, `candidates=20` for mcap-bo (seed: `--seed`).
+//! The statistics come from the `memory_profile` extension or, when it is absent, from the chain
+//! (the solution's notes say so).
+//!
+//! The six algorithms are one type, [`CaptureAlgorithm`], whose [`Kind`] selects a row of one
+//! table (name, description, exactness, own settings); `solve` dispatches on the kind.
 
 pub mod bo;
 pub mod capslog;
@@ -32,28 +36,170 @@ use std::time::Instant;
 
 /// The family's algorithms, in the order `pipeplan algorithms` lists them.
 pub fn algorithms() -> Vec<Box<dyn Algorithm>> {
-    vec![
-        Box::new(Capture),
-        Box::new(McapBf),
-        Box::new(McapBo),
-        Box::new(CapslogBs),
-        Box::new(CapslogBsTb),
-        Box::new(CaptureExact),
-    ]
+    Kind::ALL
+        .iter()
+        .map(|&k| Box::new(CaptureAlgorithm(k)) as Box<dyn Algorithm>)
+        .collect()
 }
 
 /// Default node cap of the enumerations: keeps them around a second in a debug build on the
 /// shipped instances (they then report `feasible`, not `optimal`).
 pub const DEFAULT_MAX_NODES: u64 = 100_000;
 
-fn supports(_inst: &Instance) -> Result<(), Unsupported> {
-    // Every instance: the statistics are derived from the chain when the extension is absent.
-    Ok(())
+/// Default random initial points of mcap-bo (the public mCAP code's `n_initial_points`).
+pub const BO_INITIAL: u64 = 30;
+/// Default guided points of mcap-bo (100 evaluations in all, as in the public mCAP code).
+pub const BO_ITERATIONS: u64 = 70;
+/// Default starts of mcap-bo's expected-improvement maximization per guided point (egobox's own
+/// default, `EGO_DEFAULT_N_START`).
+pub const BO_CANDIDATES: u64 = 20;
+
+/// Which of the family's algorithms.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Kind {
+    /// `capture`: CAPTURE's recommender (Algorithm 4), enumeration with pruning, hybrid space.
+    Capture,
+    /// `mcap-bf`: mCAP's brute force over pipeline-only partitions.
+    McapBf,
+    /// `mcap-bo`: mCAP's Bayesian optimization over pipeline-only partitions.
+    McapBo,
+    /// `capslog-bs`: binary search on a memory threshold with a greedy fill.
+    CapslogBs,
+    /// `capslog-bs-tb`: `capslog-bs` with the recursive tie-break.
+    CapslogBsTb,
+    /// `capture-exact`: the exact DP (ours), the same plan as enumeration.
+    CaptureExact,
 }
 
-/// The common settings plus an algorithm's own.
-fn params(own: &[&'static str]) -> Vec<&'static str> {
-    COMMON_PARAMS.iter().chain(own).copied().collect()
+/// What `pipeplan algorithms` and the settings check need to know of one algorithm.
+struct Descriptor {
+    name: &'static str,
+    description: &'static str,
+    exact: bool,
+    /// Settings of its own, besides [`COMMON_PARAMS`].
+    params: &'static [&'static str],
+}
+
+impl Kind {
+    /// Every kind, in the order `pipeplan algorithms` lists them.
+    pub const ALL: [Kind; 6] = [
+        Kind::Capture,
+        Kind::McapBf,
+        Kind::McapBo,
+        Kind::CapslogBs,
+        Kind::CapslogBsTb,
+        Kind::CaptureExact,
+    ];
+
+    /// The kind's row of the family's table.
+    fn descriptor(self) -> Descriptor {
+        let (name, description, exact, params): (_, _, _, &'static [&'static str]) = match self {
+            Kind::Capture => (
+                "capture",
+                "CAPTURE (Alg. 4): enumerate pp/dp/tp stage configs on nodes, prune by best peak, \
+                 tie-break",
+                true,
+                &["max_nodes"],
+            ),
+            Kind::McapBf => (
+                "mcap-bf",
+                "mCAP-BF: every pipeline-only partition, lowest predicted peak, tie-break",
+                true,
+                &["max_nodes"],
+            ),
+            Kind::McapBo => (
+                "mcap-bo",
+                "mCAP-BO: Bayesian optimization over per-GPU layer percentages (30 random + 70 EI \
+                 points)",
+                false,
+                &["initial", "iterations", "candidates"],
+            ),
+            Kind::CapslogBs => (
+                "capslog-bs",
+                "CAPSlog: binary search on a memory threshold, greedy fill (pipeline only)",
+                false,
+                &[],
+            ),
+            Kind::CapslogBsTb => (
+                "capslog-bs-tb",
+                "CAPSlog: binary search + greedy fill, recursive tie-break around the peak stage",
+                false,
+                &[],
+            ),
+            Kind::CaptureExact => (
+                "capture-exact",
+                "exact DP over the CAPTURE (or --set space=pipeline) plan space, same plan as \
+                 enumeration",
+                true,
+                &["space"],
+            ),
+        };
+        Descriptor {
+            name,
+            description,
+            exact,
+            params,
+        }
+    }
+}
+
+/// One of the family's algorithms; every name, description, setting and method is selected by
+/// its [`Kind`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CaptureAlgorithm(pub Kind);
+
+/// `capture`.
+pub const CAPTURE: CaptureAlgorithm = CaptureAlgorithm(Kind::Capture);
+/// `mcap-bf`.
+pub const MCAP_BF: CaptureAlgorithm = CaptureAlgorithm(Kind::McapBf);
+/// `mcap-bo`.
+pub const MCAP_BO: CaptureAlgorithm = CaptureAlgorithm(Kind::McapBo);
+/// `capslog-bs`.
+pub const CAPSLOG_BS: CaptureAlgorithm = CaptureAlgorithm(Kind::CapslogBs);
+/// `capslog-bs-tb`.
+pub const CAPSLOG_BS_TB: CaptureAlgorithm = CaptureAlgorithm(Kind::CapslogBsTb);
+/// `capture-exact`.
+pub const CAPTURE_EXACT: CaptureAlgorithm = CaptureAlgorithm(Kind::CaptureExact);
+
+impl CaptureAlgorithm {
+    /// Every setting the algorithm accepts: [`COMMON_PARAMS`] then its own.
+    pub fn params(&self) -> Vec<&'static str> {
+        COMMON_PARAMS
+            .iter()
+            .chain(self.0.descriptor().params)
+            .copied()
+            .collect()
+    }
+}
+
+impl Algorithm for CaptureAlgorithm {
+    fn name(&self) -> &'static str {
+        self.0.descriptor().name
+    }
+    fn family(&self) -> Family {
+        Family::Capture
+    }
+    fn description(&self) -> &'static str {
+        self.0.descriptor().description
+    }
+    fn exact(&self) -> bool {
+        self.0.descriptor().exact
+    }
+    fn supports(&self, _inst: &Instance) -> Result<(), Unsupported> {
+        // Every instance: the statistics are derived from the chain when the extension is absent.
+        Ok(())
+    }
+    fn solve(&self, inst: &Instance, opts: &SolveOptions) -> Result<Solution, SolveError> {
+        opts.check_params(self.name(), &self.params())?;
+        match self.0 {
+            Kind::Capture => run_enumeration(self, inst, opts, PlanSpace::hybrid(inst, opts)?),
+            Kind::McapBf => run_enumeration(self, inst, opts, PlanSpace::pipeline(inst, opts)?),
+            Kind::McapBo => run_bo(self, inst, opts),
+            Kind::CapslogBs => run_heuristic(self, inst, opts, capslog::bs),
+            Kind::CapslogBsTb => run_heuristic(self, inst, opts, capslog::bs_tb),
+            Kind::CaptureExact => run_exact(self, inst, opts),
+        }
+    }
 }
 
 fn param_u64(opts: &SolveOptions, key: &str, default: u64) -> Result<u64, SolveError> {
@@ -84,6 +230,7 @@ fn no_plan(space: &PlanSpace) -> SolveError {
     ))
 }
 
+/// `capture` and `mcap-bf`: Algorithm 4's enumeration over a space.
 fn run_enumeration(
     algo: &dyn Algorithm,
     inst: &Instance,
@@ -137,126 +284,60 @@ fn run_enumeration(
     Ok(sol)
 }
 
-/// `capture`: CAPTURE's recommender (Algorithm 4), enumeration with pruning over the hybrid space.
-pub struct Capture;
-
-impl Algorithm for Capture {
-    fn name(&self) -> &'static str {
-        "capture"
+/// `mcap-bo`: Bayesian optimization over pipeline-only partitions.
+fn run_bo(
+    algo: &dyn Algorithm,
+    inst: &Instance,
+    opts: &SolveOptions,
+) -> Result<Solution, SolveError> {
+    let space = PlanSpace::pipeline(inst, opts)?;
+    let settings = bo::BoSettings {
+        initial: param_u64(opts, "initial", BO_INITIAL)? as usize,
+        iterations: match opts.params.get("iterations") {
+            Some(v) if v == "0" => 0,
+            _ => param_u64(opts, "iterations", BO_ITERATIONS)? as usize,
+        },
+        candidates: param_u64(opts, "candidates", BO_CANDIDATES)? as usize,
+        seed: opts.seed,
+        deadline: opts.time_limit.map(|t| Instant::now() + t),
+    };
+    let r = bo::optimize(&space, settings);
+    let mut stats = Stats::new(Status::Heuristic);
+    stats
+        .counters
+        .insert("evaluations".into(), r.evaluations as f64);
+    stats
+        .counters
+        .insert("distinct plans".into(), r.distinct_plans as f64);
+    let mut sol = space.solution(algo, inst, &r.best.choices, stats);
+    if r.timed_out {
+        sol.notes.push(format!(
+            "time limit reached after {} of {} evaluations",
+            r.evaluations,
+            settings.initial + settings.iterations
+        ));
     }
-    fn family(&self) -> Family {
-        Family::Capture
+    if let Some(e) = &r.error {
+        sol.notes.push(format!(
+            "egobox stopped with an error ({e}); best of the {} points evaluated before it",
+            r.evaluations
+        ));
+    } else if r.termination == "SolverConverged" {
+        sol.notes.push(format!(
+            "egobox proposed no new point after {} evaluations",
+            r.evaluations
+        ));
     }
-    fn description(&self) -> &'static str {
-        "CAPTURE (Alg. 4): enumerate pp/dp/tp stage configs on nodes, prune by best peak, tie-break"
-    }
-    fn exact(&self) -> bool {
-        true
-    }
-    fn supports(&self, inst: &Instance) -> Result<(), Unsupported> {
-        supports(inst)
-    }
-    fn solve(&self, inst: &Instance, opts: &SolveOptions) -> Result<Solution, SolveError> {
-        opts.check_params(self.name(), &params(&["max_nodes"]))?;
-        run_enumeration(self, inst, opts, PlanSpace::hybrid(inst, opts)?)
-    }
+    Ok(sol)
 }
 
-/// `mcap-bf`: mCAP's brute force over pipeline-only partitions.
-pub struct McapBf;
-
-impl Algorithm for McapBf {
-    fn name(&self) -> &'static str {
-        "mcap-bf"
-    }
-    fn family(&self) -> Family {
-        Family::Capture
-    }
-    fn description(&self) -> &'static str {
-        "mCAP-BF: every pipeline-only partition, lowest predicted peak, tie-break"
-    }
-    fn exact(&self) -> bool {
-        true
-    }
-    fn supports(&self, inst: &Instance) -> Result<(), Unsupported> {
-        supports(inst)
-    }
-    fn solve(&self, inst: &Instance, opts: &SolveOptions) -> Result<Solution, SolveError> {
-        opts.check_params(self.name(), &params(&["max_nodes"]))?;
-        run_enumeration(self, inst, opts, PlanSpace::pipeline(inst, opts)?)
-    }
-}
-
-/// `mcap-bo`: mCAP's Bayesian optimization over pipeline-only partitions.
-pub struct McapBo;
-
-impl Algorithm for McapBo {
-    fn name(&self) -> &'static str {
-        "mcap-bo"
-    }
-    fn family(&self) -> Family {
-        Family::Capture
-    }
-    fn description(&self) -> &'static str {
-        "mCAP-BO: Bayesian optimization over per-GPU layer percentages (30 random + 70 EI points)"
-    }
-    fn exact(&self) -> bool {
-        false
-    }
-    fn supports(&self, inst: &Instance) -> Result<(), Unsupported> {
-        supports(inst)
-    }
-    fn solve(&self, inst: &Instance, opts: &SolveOptions) -> Result<Solution, SolveError> {
-        opts.check_params(
-            self.name(),
-            &params(&["initial", "iterations", "candidates"]),
-        )?;
-        let space = PlanSpace::pipeline(inst, opts)?;
-        let settings = bo::BoSettings {
-            initial: param_u64(opts, "initial", 30)? as usize,
-            iterations: match opts.params.get("iterations") {
-                Some(v) if v == "0" => 0,
-                _ => param_u64(opts, "iterations", 70)? as usize,
-            },
-            candidates: param_u64(opts, "candidates", 64)? as usize,
-            seed: opts.seed,
-            deadline: opts.time_limit.map(|t| Instant::now() + t),
-        };
-        let r = bo::optimize(&space, settings);
-        let mut stats = Stats::new(Status::Heuristic);
-        stats
-            .counters
-            .insert("evaluations".into(), r.evaluations as f64);
-        let mut sol = space.solution(self, inst, &r.best.choices, stats);
-        if r.timed_out {
-            sol.notes.push(format!(
-                "time limit reached after {} of {} evaluations",
-                r.evaluations,
-                settings.initial + settings.iterations
-            ));
-        }
-        if let Some(e) = &r.error {
-            sol.notes.push(format!(
-                "egobox stopped with an error ({e}); best of the {} points evaluated before it",
-                r.evaluations
-            ));
-        } else if r.termination == "SolverConverged" {
-            sol.notes.push(format!(
-                "egobox proposed no new point after {} evaluations",
-                r.evaluations
-            ));
-        }
-        Ok(sol)
-    }
-}
-
-fn heuristic(
+/// `capslog-bs` and `capslog-bs-tb`: a greedy search over pipeline-only partitions.
+fn run_heuristic(
     algo: &dyn Algorithm,
     inst: &Instance,
     opts: &SolveOptions,
     f: fn(&PlanSpace) -> (Option<Vec<Choice>>, u64),
 ) -> Result<Solution, SolveError> {
-    opts.check_params(algo.name(), &COMMON_PARAMS)?;
     let space = PlanSpace::pipeline(inst, opts)?;
     let (plan, tries) = f(&space);
     let plan = plan.ok_or_else(|| no_plan(&space))?;
@@ -265,96 +346,32 @@ fn heuristic(
     Ok(space.solution(algo, inst, &plan, stats))
 }
 
-/// `capslog-bs`: binary search on a memory threshold with a greedy fill.
-pub struct CapslogBs;
-
-impl Algorithm for CapslogBs {
-    fn name(&self) -> &'static str {
-        "capslog-bs"
-    }
-    fn family(&self) -> Family {
-        Family::Capture
-    }
-    fn description(&self) -> &'static str {
-        "CAPSlog: binary search on a memory threshold, greedy fill (pipeline only)"
-    }
-    fn exact(&self) -> bool {
-        false
-    }
-    fn supports(&self, inst: &Instance) -> Result<(), Unsupported> {
-        supports(inst)
-    }
-    fn solve(&self, inst: &Instance, opts: &SolveOptions) -> Result<Solution, SolveError> {
-        heuristic(self, inst, opts, capslog::bs)
-    }
-}
-
-/// `capslog-bs-tb`: [`CapslogBs`] with the recursive tie-break.
-pub struct CapslogBsTb;
-
-impl Algorithm for CapslogBsTb {
-    fn name(&self) -> &'static str {
-        "capslog-bs-tb"
-    }
-    fn family(&self) -> Family {
-        Family::Capture
-    }
-    fn description(&self) -> &'static str {
-        "CAPSlog: binary search + greedy fill, recursive tie-break around the peak stage"
-    }
-    fn exact(&self) -> bool {
-        false
-    }
-    fn supports(&self, inst: &Instance) -> Result<(), Unsupported> {
-        supports(inst)
-    }
-    fn solve(&self, inst: &Instance, opts: &SolveOptions) -> Result<Solution, SolveError> {
-        heuristic(self, inst, opts, capslog::bs_tb)
-    }
-}
-
-/// `capture-exact`: the exact DP (ours), same plan as enumeration.
-pub struct CaptureExact;
-
-impl Algorithm for CaptureExact {
-    fn name(&self) -> &'static str {
-        "capture-exact"
-    }
-    fn family(&self) -> Family {
-        Family::Capture
-    }
-    fn description(&self) -> &'static str {
-        "exact DP over the CAPTURE (or --set space=pipeline) plan space, same plan as enumeration"
-    }
-    fn exact(&self) -> bool {
-        true
-    }
-    fn supports(&self, inst: &Instance) -> Result<(), Unsupported> {
-        supports(inst)
-    }
-    fn solve(&self, inst: &Instance, opts: &SolveOptions) -> Result<Solution, SolveError> {
-        opts.check_params(self.name(), &params(&["space"]))?;
-        let space = match opts.params.get("space").map(String::as_str) {
-            None | Some("hybrid") => PlanSpace::hybrid(inst, opts)?,
-            Some("pipeline") => PlanSpace::pipeline(inst, opts)?,
-            Some(v) => {
-                return Err(InputError::field(
-                    "--set space",
-                    format!("expected hybrid or pipeline, found {v:?}"),
-                )
-                .into())
-            }
-        };
-        let (plan, c) = exact::solve(&space);
-        let plan = plan.ok_or_else(|| no_plan(&space))?;
-        let mut stats = Stats::new(Status::Optimal);
-        let key = space::Key::of(&space, &plan);
-        stats.bound = Some(key.peak());
-        stats.gap = Some(0.0);
-        stats.counters.insert("dp states".into(), c.states as f64);
-        stats
-            .counters
-            .insert("dp transitions".into(), c.transitions as f64);
-        Ok(space.solution(self, inst, &plan, stats))
-    }
+/// `capture-exact`: the exact DP over the hybrid (default) or pipeline-only space.
+fn run_exact(
+    algo: &dyn Algorithm,
+    inst: &Instance,
+    opts: &SolveOptions,
+) -> Result<Solution, SolveError> {
+    let space = match opts.params.get("space").map(String::as_str) {
+        None | Some("hybrid") => PlanSpace::hybrid(inst, opts)?,
+        Some("pipeline") => PlanSpace::pipeline(inst, opts)?,
+        Some(v) => {
+            return Err(InputError::field(
+                "--set space",
+                format!("expected hybrid or pipeline, found {v:?}"),
+            )
+            .into())
+        }
+    };
+    let (plan, c) = exact::solve(&space);
+    let plan = plan.ok_or_else(|| no_plan(&space))?;
+    let mut stats = Stats::new(Status::Optimal);
+    let key = space::Key::of(&space, &plan);
+    stats.bound = Some(key.peak());
+    stats.gap = Some(0.0);
+    stats.counters.insert("dp states".into(), c.states as f64);
+    stats
+        .counters
+        .insert("dp transitions".into(), c.transitions as f64);
+    Ok(space.solution(algo, inst, &plan, stats))
 }
