@@ -3,9 +3,13 @@
 //! - `dawnpiper/2000-node-graph/8-stages`: BiPar + MemOpt on a generated 2000-node chain
 //!   (BERT-like varied node times and sizes, memory tight enough that MemOpt runs on every
 //!   stage); target < 1 s (DESIGN.md §9).
-//! - `dawnpiper/operator-graph/8-stages`: the same on the largest dnn-partitioning operator graph
-//!   (`OperatorGraphs/*.json`) under `PIPEPLAN_PEERS`/dnn-partitioning, imported with its `graph`
-//!   extension; a SKIPPED notice when the peers folder is absent.
+//! - `dawnpiper/operator-graph/8-stages/{16GiB,4GiB,4GiB-comm-include}`: the same on the
+//!   largest dnn-partitioning operator graph (`OperatorGraphs/*.json`, by file size) under
+//!   `PIPEPLAN_PEERS`/dnn-partitioning, imported with its `graph` extension for 8 GPUs with
+//!   150 GB/s links and 12 GB/s PCIe: at 16 GiB (no memory optimization needed), at 4 GiB
+//!   (MemOpt on most stages) and at 4 GiB with `comm=include`; target < 1 s. A SKIPPED notice
+//!   when the peers folder is absent. Each variant's claimed objective, evaluated period and
+//!   fit are printed once before timing.
 //! - `max-batch/bert-large`: max-batch of dawnpiper (memopt on) on the shipped BERT-Large
 //!   instance (8 GPUs, 8 GiB).
 
@@ -35,8 +39,9 @@ fn graph(n: usize) -> Instance {
     Instance::from_json(&doc.to_string()).expect("valid generated graph")
 }
 
-/// The largest peer operator graph, imported for 8 GPUs of 16 GiB (None with a notice).
-fn peer_operator_graph() -> Option<Instance> {
+/// The largest peer operator graph, imported for 8 GPUs of `memory_gib` GiB (None with a
+/// notice).
+fn peer_operator_graph(memory_gib: f64) -> Option<Instance> {
     use pipeplan_formulations::import::{import_file, ImportOptions, Source};
     use pipeplan_formulations::instance::{Bandwidth, Cluster};
     let what = "dawnpiper/operator-graph/8-stages";
@@ -66,7 +71,7 @@ fn peer_operator_graph() -> Option<Instance> {
     let opts = ImportOptions::new(Cluster {
         gpus: 8,
         gpus_per_node: None,
-        memory: 16.0 * 1024f64.powi(3),
+        memory: memory_gib * 1024f64.powi(3),
         bandwidth: Bandwidth {
             intra_node: 1.5e11,
             inter_node: None,
@@ -102,14 +107,36 @@ fn bench(c: &mut Criterion) {
     c.bench_function("dawnpiper/2000-node-graph/8-stages", |b| {
         b.iter(|| Dawnpiper.solve(&inst, &opts).expect("fits"))
     });
-    if let Some(inst) = peer_operator_graph() {
-        match Dawnpiper.solve(&inst, &opts) {
-            Ok(_) => {
-                c.bench_function("dawnpiper/operator-graph/8-stages", |b| {
-                    b.iter(|| Dawnpiper.solve(&inst, &opts))
-                });
+    for (label, memory, comm) in [
+        ("16GiB", 16.0, "ignore"),
+        ("4GiB", 4.0, "ignore"),
+        ("4GiB-comm-include", 4.0, "include"),
+    ] {
+        let Some(inst) = peer_operator_graph(memory) else {
+            break;
+        };
+        let mut o = opts.clone();
+        o.params.insert("comm".into(), comm.into());
+        let name = format!("dawnpiper/operator-graph/8-stages/{label}");
+        let t = std::time::Instant::now();
+        match Dawnpiper.solve(&inst, &o) {
+            Ok(sol) => {
+                let secs = t.elapsed().as_secs_f64();
+                let ev = pipeplan_formulations::evaluate(&inst, &sol.plan).expect("evaluates");
+                eprintln!(
+                    "{name}: {} nodes, first solve {secs:.3} s, claimed {:?}, evaluated period \
+                     {:?} ms, fits {} (claimed {:?}), max memory {:.3} GiB, counters {:?}",
+                    inst.num_layers(),
+                    sol.claimed.objective,
+                    ev.period_ms,
+                    ev.fits,
+                    sol.claimed.fits,
+                    ev.max_memory / 1024f64.powi(3),
+                    sol.stats.counters
+                );
+                c.bench_function(&name, |b| b.iter(|| Dawnpiper.solve(&inst, &o)));
             }
-            Err(e) => eprintln!("SKIPPED dawnpiper/operator-graph/8-stages: {e}"),
+            Err(e) => eprintln!("SKIPPED {name}: {e}"),
         }
     }
     let bert = Instance::from_path(

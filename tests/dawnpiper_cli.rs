@@ -74,3 +74,73 @@ fn solve_with_dawnpiper_prints_actions_in_json() {
         .sum();
     assert!(actions > 0);
 }
+
+/// An imported operator graph solved with links in the objective (`--set comm=include`): the
+/// claimed objective names the links and, on this async plan, is the evaluated period; a bad
+/// `comm` value is one clear error.
+#[test]
+fn solve_with_comm_include_claims_the_evaluated_period() {
+    let dir = std::env::temp_dir().join(format!("pipeplan-dawnpiper-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let inst = dir.join("tiny.json");
+    let out = pipeplan(&[
+        "import",
+        "--from",
+        "dnn-partitioning",
+        "formulations/tests/fixtures/dawnpiper/tiny_operator_graph.json",
+        "--gpus",
+        "2",
+        "--memory",
+        "8GiB",
+        "--bandwidth",
+        "1GB/s",
+        "-o",
+        inst.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = pipeplan(&[
+        "solve",
+        inst.to_str().unwrap(),
+        "--algo",
+        "dawnpiper",
+        "--stages",
+        "2",
+        "--set",
+        "schedule=async",
+        "--set",
+        "comm=include",
+        "--json",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let sol: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let obj = &sol["claimed"]["objective"];
+    assert!(obj["name"].as_str().unwrap().contains("link"), "{obj}");
+    let (claimed, period) = (
+        obj["value"].as_f64().unwrap(),
+        sol["evaluated"]["period_ms"].as_f64().unwrap(),
+    );
+    assert!(
+        (claimed - period).abs() <= 1e-9 * period,
+        "{claimed} vs {period}"
+    );
+    let out = pipeplan(&[
+        "solve",
+        inst.to_str().unwrap(),
+        "--algo",
+        "dawnpiper",
+        "--set",
+        "comm=sometimes",
+    ]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--set comm"), "{err}");
+    std::fs::remove_dir_all(&dir).ok();
+}

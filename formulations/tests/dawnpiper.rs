@@ -296,6 +296,17 @@ fn cut_communication_matches_the_evaluator_and_splits_inevitable_bytes() {
         assert!((c.link_ms(p, s) - want).abs() <= 1e-9 * want, "cut {p}");
     }
     assert!((c.link_ms(1, 0) - 2.0 * (5e9 + 1e6) / 1e10 * 1e3).abs() < 1e-6);
+    // Memory balance counts the cut's buffers, which a stage holds only when it is cut: here
+    // every split needs more memory than the whole range, and the balanced 2-stage cut is the
+    // min-max one (after l1: 14.002 GB on both GPUs), found with a grown search bound.
+    let m2 = Model::new(&inst, ScheduleKind::Async, 2).unwrap();
+    let split = |k: usize| m2.plain_memory(0, k, 0).max(m2.plain_memory(k + 1, 5, 1));
+    assert!((0..5).all(|k| split(k) > m2.plain_memory(0, 5, 0)));
+    let best = (0..5)
+        .min_by(|&x, &y| split(x).total_cmp(&split(y)))
+        .unwrap();
+    assert_eq!(best, 1);
+    assert_eq!(balanced_cuts(&m2, 0, 5, 0, 2, Balance::Memory), vec![1]);
     // The evaluator's async period counts the slowest link as a resource.
     let ev = evaluate(&inst, &plan).unwrap();
     let slowest = c.link_ms(1, 0).max(c.link_ms(3, 1));

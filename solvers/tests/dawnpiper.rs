@@ -7,12 +7,17 @@ use pipeplan_formulations::Instance;
 use pipeplan_solvers::algorithm::{Algorithm, SolveError, SolveOptions};
 use pipeplan_solvers::dawnpiper::bipar::{BiPar, Dawnpiper};
 use pipeplan_solvers::dawnpiper::exhaustive::{optimum, Exhaustive};
-use pipeplan_solvers::dawnpiper::options::DpOptions;
+use pipeplan_solvers::dawnpiper::options::{Comm, DpOptions};
 use pipeplan_solvers::dawnpiper::stages::StageCache;
 use serde_json::json;
 
 /// Deterministic pseudo-random layers (xorshift), `mem` GiB per GPU.
 fn random(seed: u64, n: usize, gpus: u32, mem: f64, schedule: &str) -> Instance {
+    random_bw(seed, n, gpus, mem, schedule, 1e11)
+}
+
+/// [`random`] with links of `bw` bytes/s.
+fn random_bw(seed: u64, n: usize, gpus: u32, mem: f64, schedule: &str, bw: f64) -> Instance {
     let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
     let mut r = move || {
         x ^= x << 13;
@@ -31,7 +36,7 @@ fn random(seed: u64, n: usize, gpus: u32, mem: f64, schedule: &str) -> Instance 
         "format": "pipeplan/instance@1", "name": format!("r{seed}"),
         "model": {"batch": 4, "input": 1e8, "layers": layers},
         "cluster": {"gpus": gpus, "memory": mem * 1073741824.0,
-                    "bandwidth": {"intra_node": 1e11}, "pcie": 1.2e10},
+                    "bandwidth": {"intra_node": bw}, "pcie": 1.2e10},
         "training": {"schedule": schedule, "micro_batches": 4}
     });
     Instance::from_json(&doc.to_string()).unwrap()
@@ -41,10 +46,16 @@ fn opts(inst: &Instance) -> DpOptions {
     DpOptions::from(inst, &SolveOptions::default()).unwrap()
 }
 
-/// Every composition of nodes 0..n into p stages, by recursion.
+/// Every composition of nodes 0..n into p stages, by recursion; with `comm=include` the links
+/// between stages count too.
 fn brute(cache: &mut StageCache, p: usize) -> Option<f64> {
     fn go(cache: &mut StageCache, a: usize, s: usize, p: usize, acc: f64, best: &mut Option<f64>) {
         let n = cache.model.len();
+        let acc = if s > 0 && cache.comm() == Comm::Include {
+            acc.max(cache.model.comm.link_ms(a - 1, s - 1))
+        } else {
+            acc
+        };
         if s == p - 1 {
             let sp = cache.get(a, n - 1, s);
             if sp.fits {
@@ -246,4 +257,415 @@ fn pruned_bipar_equals_the_full_walk() {
     }
     assert_eq!(compared, 60);
     assert!(pruned > 5, "the bound never pruned: {pruned}");
+}
+
+fn with(params: &[(&str, &str)], stages: Option<usize>) -> SolveOptions {
+    let mut o = SolveOptions {
+        stages,
+        ..SolveOptions::default()
+    };
+    for (k, v) in params {
+        o.params.insert((*k).into(), (*v).into());
+    }
+    o
+}
+
+fn objective(sol: &pipeplan_solvers::algorithm::Solution) -> f64 {
+    sol.claimed.objective.as_ref().unwrap().value
+}
+
+/// With links in the objective (`comm=include`), the exhaustive DP is still exact: equal to
+/// plain enumeration that adds every link between stages.
+#[test]
+fn exhaustive_dp_with_links_equals_enumeration() {
+    let mut feasible = 0;
+    for seed in 0..30u64 {
+        let (kind, sched) = [
+            (ScheduleKind::OneFOneB, "1f1b"),
+            (ScheduleKind::Gpipe, "gpipe"),
+            (ScheduleKind::Async, "async"),
+        ][(seed % 3) as usize];
+        let n = 5 + (seed % 5) as usize;
+        let p = 2 + (seed % 3) as usize;
+        let inst = random_bw(seed, n, p as u32, 2.0 + (seed % 5) as f64, sched, 2e10);
+        let o = DpOptions::from(&inst, &with(&[("comm", "include")], None)).unwrap();
+        let m = Model::new(&inst, kind, p).unwrap();
+        let mut cache = StageCache::new(&m, o);
+        let dp = optimum(&mut cache, p, None).unwrap().map(|x| x.0);
+        let bf = brute(&mut cache, p);
+        match (dp, bf) {
+            (Some(a), Some(b)) => {
+                assert!((a - b).abs() <= 1e-9 * b, "seed {seed} {sched}: {a} vs {b}");
+                feasible += 1;
+            }
+            (None, None) => {}
+            other => panic!("seed {seed} {sched}: {other:?}"),
+        }
+    }
+    assert!(feasible > 15, "{feasible}");
+}
+
+/// `comm=include` plans for the evaluator's period: on asynchronous pipelines (no data
+/// parallelism) the claimed objective is the evaluated period, for BiPar and the exhaustive
+/// reference; BiPar is never below that reference. With the default objective, slow links make
+/// the evaluated period exceed the claim (the gap the option closes).
+#[test]
+fn comm_include_claims_the_evaluated_period() {
+    let (mut checked, mut ignored_links) = (0, 0);
+    for seed in 0..24u64 {
+        let inst = random_bw(seed, 10, 4, 3.0 + (seed % 4) as f64, "async", 3e9);
+        let inc = with(&[("comm", "include")], Some(4));
+        let (Ok(b), Ok(e)) = (Dawnpiper.solve(&inst, &inc), Exhaustive.solve(&inst, &inc)) else {
+            continue;
+        };
+        for sol in [&b, &e] {
+            let ev = pipeplan_formulations::evaluate(&inst, &sol.plan).unwrap();
+            let (claim, period) = (objective(sol), ev.period_ms.unwrap());
+            assert!(
+                (claim - period).abs() <= 1e-9 * period,
+                "seed {seed} {}: claimed {claim} vs evaluated {period}",
+                sol.algorithm
+            );
+            assert!(ev.fits && ev.valid_schedule != Some(false), "seed {seed}");
+        }
+        assert!(
+            objective(&b) >= objective(&e) * (1.0 - 1e-9),
+            "seed {seed}: bipar {} below the optimum {}",
+            objective(&b),
+            objective(&e)
+        );
+        let plain = Dawnpiper.solve(&inst, &with(&[], Some(4))).unwrap();
+        let ev = pipeplan_formulations::evaluate(&inst, &plain.plan).unwrap();
+        if ev.period_ms.unwrap() > objective(&plain) * (1.0 + 1e-9) {
+            ignored_links += 1;
+        }
+        checked += 1;
+    }
+    assert!(checked > 10, "{checked}");
+    assert!(ignored_links > 0, "no instance where links mattered");
+}
+
+/// Six equal nodes on 2 async stages, links of 10 GB/s, node outputs `outputs`; with
+/// `residual`, l0 is also read by l5 (its output crosses every cut).
+fn b2_instance(outputs: [f64; 6], residual: bool) -> Instance {
+    let layers: Vec<_> = (0..6)
+        .map(|i| {
+            let carried = if residual && (1..5).contains(&i) {
+                outputs[0]
+            } else {
+                0.0
+            };
+            let cut = outputs[i] + carried;
+            json!({"name": format!("l{i}"), "forward": 1.0, "backward": 2.0, "weights": 0.0,
+                   "output": outputs[i], "cut": cut, "saved": 1e9})
+        })
+        .collect();
+    let last = if residual {
+        json!({"name": "l5", "inputs": ["l0", "l4"]})
+    } else {
+        json!({"name": "l5"})
+    };
+    let nodes = json!([{"name": "l0"}, {"name": "l1"}, {"name": "l2"}, {"name": "l3"},
+                       {"name": "l4"}, last]);
+    let doc = json!({
+        "format": "pipeplan/instance@1", "name": "b2",
+        "model": {"batch": 4, "input": 1e6, "layers": layers},
+        "cluster": {"gpus": 2, "memory": 512.0 * 1073741824.0,
+                    "bandwidth": {"intra_node": 1e10}},
+        "training": {"schedule": "async"},
+        "extensions": {"graph": {"nodes": nodes}}
+    });
+    Instance::from_json(&doc.to_string()).unwrap()
+}
+
+/// Appendix B.2 (`comm=avoid`): l0 is read by l5 too (5 GB crossing every cut, inevitable)
+/// and l2 sends 10 GB to l3. The walk from the compute-balanced cut (after l2) skips it, since
+/// its 10 GB beyond the window's inevitable bytes take longer over the link than either stage
+/// computes, and takes the next position (after l1), whose only large tensor is the inevitable
+/// residual; the evaluated period drops accordingly. When every position of the window is too
+/// costly, the walk is redone without the filter (same plan as the default).
+#[test]
+fn comm_avoid_skips_avoidable_traffic_and_disregards_inevitable() {
+    let inst = b2_instance([5e9, 1e6, 1e10, 1e6, 1e6, 1e6], true);
+    let m = Model::new(&inst, ScheduleKind::Async, 2).unwrap();
+    assert_eq!(
+        comp_mem_positions(&m, 0, 5, 0, 1, 0),
+        (2, 1),
+        "window 1..=2"
+    );
+    let plain = Dawnpiper.solve(&inst, &with(&[], Some(2))).unwrap();
+    let avoid = Dawnpiper
+        .solve(&inst, &with(&[("comm", "avoid")], Some(2)))
+        .unwrap();
+    assert_eq!(plain.plan.stages[0].last, 2);
+    assert_eq!(avoid.plan.stages[0].last, 1);
+    assert_eq!(
+        avoid.stats.counters["positions avoided (communication)"],
+        1.0
+    );
+    assert_eq!(
+        avoid.stats.counters["walks without the communication filter"],
+        0.0
+    );
+    // The paper's objective gets worse (stages 2 + 4 nodes), the evaluated period better.
+    assert!(objective(&avoid) > objective(&plain));
+    let period = |sol: &pipeplan_solvers::algorithm::Solution| {
+        pipeplan_formulations::evaluate(&inst, &sol.plan)
+            .unwrap()
+            .period_ms
+            .unwrap()
+    };
+    assert!((period(&plain) - 2.0 * 1.5e10 / 1e10 * 1e3).abs() < 1e-6);
+    assert!((period(&avoid) - 2.0 * (5e9 + 1e6) / 1e10 * 1e3).abs() < 1e-6);
+    // Every node sends 10 GB to the next and nothing crosses the whole window: both positions
+    // are avoided and the walk falls back to the default one.
+    let heavy = b2_instance([1e10; 6], false);
+    let mh = Model::new(&heavy, ScheduleKind::Async, 2).unwrap();
+    assert_eq!(comp_mem_positions(&mh, 0, 5, 0, 1, 0), (2, 1));
+    let plain = Dawnpiper.solve(&heavy, &with(&[], Some(2))).unwrap();
+    let avoid = Dawnpiper
+        .solve(&heavy, &with(&[("comm", "avoid")], Some(2)))
+        .unwrap();
+    assert_eq!(
+        avoid.stats.counters["walks without the communication filter"],
+        1.0
+    );
+    assert_eq!(avoid.plan.stages, plain.plan.stages);
+    // The objective of comm=avoid is the default one: the exhaustive reference is unchanged.
+    let e1 = Exhaustive.solve(&inst, &with(&[], Some(2))).unwrap();
+    let e2 = Exhaustive
+        .solve(&inst, &with(&[("comm", "avoid")], Some(2)))
+        .unwrap();
+    assert_eq!(e1.plan.stages, e2.plan.stages);
+    assert!(objective(&avoid) >= objective(&e2));
+    let e = Dawnpiper
+        .solve(&inst, &with(&[("comm", "sometimes")], Some(2)))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.starts_with("--set comm") && e.contains("ignore, avoid or include"),
+        "{e}"
+    );
+}
+
+fn operator_graph_options(memory_gib: f64) -> pipeplan_formulations::import::ImportOptions {
+    use pipeplan_formulations::instance::{Bandwidth, Cluster};
+    pipeplan_formulations::import::ImportOptions::new(Cluster {
+        gpus: 8,
+        gpus_per_node: None,
+        memory: memory_gib * 1073741824.0,
+        bandwidth: Bandwidth {
+            intra_node: 12e9,
+            inter_node: None,
+        },
+        pcie: Some(12e9),
+    })
+}
+
+/// The peer operator graphs (`OperatorGraphs/*.json` under `PIPEPLAN_PEERS`/dnn-partitioning).
+fn peer_operator_graphs(what: &str) -> Vec<std::path::PathBuf> {
+    let Some(dir) = pipeplan_formulations::peers::subdir("dnn-partitioning", what) else {
+        return Vec::new();
+    };
+    let mut files = Vec::new();
+    for sub in [
+        "throughput-inputs/OperatorGraphs",
+        "latency-inputs/OperatorGraphs",
+    ] {
+        let mut v: Vec<_> = std::fs::read_dir(dir.join(sub))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|x| x == "json"))
+            .collect();
+        v.sort();
+        files.extend(v);
+    }
+    if files.is_empty() {
+        pipeplan_formulations::peers::skip_notice(what, "no OperatorGraphs/*.json");
+    }
+    files
+}
+
+/// Every plan dawnpiper emits on the peer operator graphs passes the neutral evaluator: a valid
+/// schedule, fits as claimed, the claimed per-GPU peak memory is the evaluated one, and with
+/// `comm=include` (async) the claimed objective is the evaluated period. Graphs of at most 200
+/// nodes are also solved by the exhaustive reference (max_nodes raised), which BiPar never
+/// beats on the same objective. 8 GPUs, 12 GB/s links and PCIe, 16 and 4 GiB; 2, 4, 8 stages;
+/// every `comm` mode; async and 1F1B.
+#[test]
+fn peer_operator_graph_plans_pass_the_evaluator() {
+    let what = "dawnpiper::peer_operator_graph_plans_pass_the_evaluator";
+    use pipeplan_formulations::import::{import_file, Source};
+    let mut plans = 0;
+    for path in peer_operator_graphs(what) {
+        let at = path.display();
+        for mem in [16.0, 4.0] {
+            let inst = import_file(Source::DnnPartitioning, &path, &operator_graph_options(mem))
+                .unwrap_or_else(|e| panic!("{at}: {e}"));
+            for p in [2usize, 4, 8] {
+                for sched in ["async", "1f1b"] {
+                    for comm in ["ignore", "avoid", "include"] {
+                        let o = with(&[("comm", comm), ("schedule", sched)], Some(p));
+                        let sol = match Dawnpiper.solve(&inst, &o) {
+                            Ok(s) => s,
+                            Err(SolveError::Infeasible(_)) => continue,
+                            Err(e) => panic!("{at} {mem} GiB {p} {sched} {comm}: {e}"),
+                        };
+                        let ctx = format!("{at} {mem} GiB, {p} stages, {sched}, comm={comm}");
+                        let ev = pipeplan_formulations::evaluate(&inst, &sol.plan)
+                            .unwrap_or_else(|e| panic!("{ctx}: {e}"));
+                        assert_ne!(ev.valid_schedule, Some(false), "{ctx}");
+                        assert_eq!(Some(ev.fits), sol.claimed.fits, "{ctx}");
+                        assert!(ev.fits, "{ctx}");
+                        // Synchronous: the claimed peaks are the evaluated ones. Async: the
+                        // claims assume P - s micro-batches in flight (raised to the evaluator's
+                        // 1F1B* count where that is more), so they are never below.
+                        let claimed = sol.claimed.peak_memory.as_ref().unwrap();
+                        for (g, (c, e)) in claimed.iter().zip(&ev.peak_memory).enumerate() {
+                            let tol = 1e-9 * e.max(1.0);
+                            let ok = if sched == "async" {
+                                *c >= e - tol
+                            } else {
+                                (c - e).abs() <= tol
+                            };
+                            assert!(ok, "{ctx}: GPU {g} claimed {c} evaluated {e}");
+                        }
+                        if comm == "include" && sched == "async" {
+                            let (c, e) = (objective(&sol), ev.period_ms.unwrap());
+                            assert!((c - e).abs() <= 1e-9 * e, "{ctx}: claimed {c} vs {e}");
+                        }
+                        plans += 1;
+                    }
+                }
+            }
+            if inst.num_layers() <= 200 {
+                for comm in ["ignore", "include"] {
+                    let o = with(&[("comm", comm), ("max_nodes", "200")], Some(8));
+                    let (Ok(b), Ok(e)) = (
+                        Dawnpiper.solve(&inst, &with(&[("comm", comm)], Some(8))),
+                        Exhaustive.solve(&inst, &o),
+                    ) else {
+                        continue;
+                    };
+                    let period = |s: &pipeplan_solvers::algorithm::Solution| {
+                        pipeplan_formulations::evaluate(&inst, &s.plan)
+                            .unwrap()
+                            .period_ms
+                            .unwrap()
+                    };
+                    eprintln!(
+                        "{at} {mem} GiB 8 stages comm={comm}: dawnpiper claimed {:.3} ms \
+                         evaluated {:.3} ms; exhaustive claimed {:.3} ms evaluated {:.3} ms",
+                        objective(&b),
+                        period(&b),
+                        objective(&e),
+                        period(&e)
+                    );
+                    assert!(objective(&b) >= objective(&e) * (1.0 - 1e-9), "{at} {comm}");
+                }
+            }
+        }
+    }
+    if plans > 0 {
+        eprintln!("{what}: {plans} plans checked");
+    }
+}
+
+/// Bad graph input through the solvers, on imported operator graphs (the committed fixture,
+/// and the peer graphs when present): unknown node references, cycles, backward nodes paired
+/// twice or naming a forward node, and more stages than nodes get one precise message each.
+#[test]
+fn bad_graph_input_gets_precise_errors_through_the_solvers() {
+    use pipeplan_formulations::import::{import_file, Source};
+    let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../formulations/tests/fixtures/dawnpiper/tiny_operator_graph.json");
+    let mut files = vec![fixture];
+    files.extend(peer_operator_graphs(
+        "dawnpiper::bad_graph_input_gets_precise_errors_through_the_solvers",
+    ));
+    for path in files {
+        let at = path.display();
+        let inst = import_file(
+            Source::DnnPartitioning,
+            &path,
+            &operator_graph_options(16.0),
+        )
+        .unwrap_or_else(|e| panic!("{at}: {e}"));
+        let n = inst.num_layers();
+        let names: Vec<String> = inst.extensions["graph"]["nodes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v["name"].as_str().unwrap().to_string())
+            .collect();
+        // The first node with a backward node, and that backward node.
+        let k = (0..n)
+            .find(|&i| inst.extensions["graph"]["nodes"][i]["grad"][0].is_string())
+            .unwrap_or_else(|| panic!("{at}: no node has a backward node"));
+        assert!(k + 1 < n, "{at}");
+        let grad = inst.extensions["graph"]["nodes"][k]["grad"][0].clone();
+        let broken = |f: &dyn Fn(&mut serde_json::Value)| {
+            let mut i = inst.clone();
+            f(i.extensions.get_mut("graph").unwrap());
+            i
+        };
+        let cases: Vec<(Instance, String)> = vec![
+            (
+                broken(&|g| g["nodes"][2]["inputs"] = json!(["no such node"])),
+                "extensions.graph.nodes[2].inputs[0]: unknown node \"no such node\"".into(),
+            ),
+            (
+                broken(&|g| {
+                    g["nodes"][1]["inputs"] = json!([names[2].clone()]);
+                    g["nodes"][2]["inputs"] = json!([names[1].clone()]);
+                }),
+                "extensions.graph.nodes: the graph has a cycle: ".into(),
+            ),
+            (
+                broken(&|g| g["nodes"][k + 1]["grad"] = json!([grad.clone()])),
+                format!(
+                    "extensions.graph.nodes[{}].grad[0]: backward node {grad} is already paired \
+                     with node {k}",
+                    k + 1
+                ),
+            ),
+            (
+                broken(&|g| g["nodes"][k]["grad"] = json!([names[k + 1].clone()])),
+                format!(
+                    "extensions.graph.nodes[{k}].grad[0]: \"{}\" names a forward node",
+                    names[k + 1]
+                ),
+            ),
+        ];
+        for (bad, want) in &cases {
+            for algo in [&Dawnpiper as &dyn Algorithm, &Exhaustive] {
+                let o = with(&[("max_nodes", "100000")], Some(2));
+                let o = if algo.name() == "dawnpiper" {
+                    with(&[], Some(2))
+                } else {
+                    o
+                };
+                match algo.solve(bad, &o) {
+                    Err(SolveError::Input(e)) => {
+                        let e = e.to_string();
+                        assert!(e.starts_with(want.as_str()), "{at} {}: {e}", algo.name());
+                    }
+                    other => panic!("{at} {}: {:?}", algo.name(), other.map(|s| s.plan)),
+                }
+            }
+        }
+        // Enough GPUs, too few nodes.
+        let mut wide = inst.clone();
+        wide.cluster.gpus = n as u32 + 1;
+        let e = Dawnpiper
+            .solve(&wide, &with(&[], Some(n + 1)))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains(&format!("{} stages but the chain has {n} layers", n + 1)),
+            "{at}: {e}"
+        );
+    }
 }

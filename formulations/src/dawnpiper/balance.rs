@@ -9,6 +9,7 @@
 //! an upper bound of what 1F1B* keeps), `min(P - s, m)` for synchronous 1F1B and `m` for GPipe.
 
 use crate::cost::{stage_cost_with, ActionModel, StageCost};
+use crate::dawnpiper::comm::CutComm;
 use crate::error::InputError;
 use crate::instance::{Chain, Instance, ScheduleKind};
 use crate::plan::Stage;
@@ -53,6 +54,8 @@ pub struct Model<'a> {
     copies: f64,
     /// Swappable flag of every node.
     swappable: Vec<bool>,
+    /// Communication across every cut position (appendix B.2).
+    pub comm: CutComm,
 }
 
 impl<'a> Model<'a> {
@@ -64,11 +67,8 @@ impl<'a> Model<'a> {
         stages: usize,
     ) -> Result<Model<'a>, InputError> {
         let actions = ActionModel::of(inst)?;
-        let swappable = crate::dawnpiper::graph::Graph::of(inst)?
-            .nodes
-            .iter()
-            .map(|n| n.swappable)
-            .collect();
+        let graph = crate::dawnpiper::graph::Graph::of(inst)?;
+        let swappable = graph.nodes.iter().map(|n| n.swappable).collect();
         let n = inst.num_layers();
         if stages == 0 || stages > n {
             return Err(InputError::field(
@@ -77,6 +77,7 @@ impl<'a> Model<'a> {
             ));
         }
         let chain = inst.chain();
+        let comm = CutComm::new(inst, &chain, &graph, stages);
         let idle = crate::cost::idle_lower_bounds(&chain, &vec![1.0; n]);
         let mut compute_prefix = vec![0.0; n + 1];
         let mut weight_prefix = vec![0.0; n + 1];
@@ -113,6 +114,7 @@ impl<'a> Model<'a> {
             ws_max,
             copies,
             swappable,
+            comm,
         })
     }
 
@@ -263,8 +265,18 @@ pub fn balanced_cuts(
     };
     let mut lo = 0.0f64;
     let mut hi = (0..k).map(|j| value(a, b, s0 + j)).fold(0.0, f64::max);
-    // Every stage within the whole range's value always fits: start from there.
-    let mut best = fill(hi).unwrap_or_else(|| (0..k - 1).map(|j| a + j).collect());
+    // The whole range's value usually bounds every stage, but not always for memory: a stage
+    // with a cut also holds the cut's buffers. Double the bound until the fill succeeds (any
+    // large enough bound does: every stage then takes all it may).
+    let mut first = fill(hi);
+    for _ in 0..64 {
+        if first.is_some() {
+            break;
+        }
+        hi = if hi > 0.0 { 2.0 * hi } else { 1.0 };
+        first = fill(hi);
+    }
+    let mut best = first.unwrap_or_else(|| (0..k - 1).map(|j| a + j).collect());
     for _ in 0..60 {
         if hi - lo <= 1e-9 * hi.max(1e-12) {
             break;

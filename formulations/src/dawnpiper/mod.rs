@@ -3,5 +3,6 @@
 //! swap/recompute cost model MemOpt ([`memopt`]).
 
 pub mod balance;
+pub mod comm;
 pub mod graph;
 pub mod memopt;

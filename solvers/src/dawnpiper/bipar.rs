@@ -7,7 +7,7 @@
 //! position with the least max stage time (compute + MemOpt overhead). Sub-problems are
 //! memoized by (node range, stage range), MemOpt by (node range, stage).
 
-use super::options::DpOptions;
+use super::options::{Comm, DpOptions};
 use super::stages::{build, StageCache};
 use crate::algorithm::{
     Algorithm, Family, Solution, SolveError, SolveOptions, Stats, Status, Unsupported,
@@ -42,6 +42,10 @@ pub struct BiPar<'c, 'm, 'a> {
     pub positions: usize,
     /// Cut positions skipped by the compute lower bound.
     pub pruned: usize,
+    /// Cut positions skipped for their communication (`comm=avoid`).
+    pub avoided: usize,
+    /// Walks redone without the communication filter because it left no fitting position.
+    pub comm_fallbacks: usize,
     /// Whether to stop a walk once the compute lower bound rules out every further position
     /// (on by default; off only for the reference in the tests, which checks identical results).
     pub prune: bool,
@@ -57,6 +61,8 @@ impl<'c, 'm, 'a> BiPar<'c, 'm, 'a> {
             timed_out: false,
             positions: 0,
             pruned: 0,
+            avoided: 0,
+            comm_fallbacks: 0,
             prune: true,
         }
     }
@@ -83,19 +89,60 @@ impl<'c, 'm, 'a> BiPar<'c, 'm, 'a> {
     /// AdjacentPartition when `hi = lo + 1`, else the BiPar level at the middle stage.
     fn split(&mut self, a: usize, b: usize, lo: usize, hi: usize) -> Option<Sub> {
         let mid = (lo + hi) / 2;
-        let (cb, mb) = comp_mem_positions(self.cache.model, a, b, lo, hi, mid);
+        let model = self.cache.model;
+        let (cb, mb) = comp_mem_positions(model, a, b, lo, hi, mid);
         // Both sides keep a node per stage.
         let min = a + (mid - lo);
         let max = b - (hi - mid);
         let (cb, mb) = (cb.clamp(min, max), mb.clamp(min, max));
+        if self.cache.comm() == Comm::Avoid {
+            // IdentifyAndSort with appendix B.2: disregard the bytes crossing every position of
+            // the window, skip positions whose remaining bytes take longer over the link than
+            // the average stage compute of either side (Theorem 4.1 assumes less).
+            let (w0, w1) = (cb.min(mb), cb.max(mb));
+            let inevitable = model.comm.inevitable(w0, w1);
+            let admissible: Vec<bool> = (w0..=w1)
+                .map(|p| {
+                    let t = model.comm.time_ms(model.comm.avoidable(p, inevitable), mid);
+                    let left = model.compute(a, p) / (mid - lo + 1) as f64;
+                    let right = model.compute(p + 1, b) / (hi - mid) as f64;
+                    t < left.min(right)
+                })
+                .collect();
+            let (best, skipped) = self.walk(a, b, lo, hi, mid, cb, mb, Some((w0, &admissible)));
+            if best.is_some() || skipped == 0 {
+                return best;
+            }
+            // No admissible position fits: the assumption fails here, walk them all.
+            self.comm_fallbacks += 1;
+        }
+        self.walk(a, b, lo, hi, mid, cb, mb, None).0
+    }
+
+    /// The walk of one level from `cb` towards `mb`; with `filter = (w0, admissible)`, positions
+    /// `p` with `!admissible[p - w0]` are skipped. Returns the best partition and the number of
+    /// positions skipped.
+    #[allow(clippy::too_many_arguments)]
+    fn walk(
+        &mut self,
+        a: usize,
+        b: usize,
+        lo: usize,
+        hi: usize,
+        mid: usize,
+        cb: usize,
+        mb: usize,
+        filter: Option<(usize, &[bool])>,
+    ) -> (Option<Sub>, usize) {
+        let model = self.cache.model;
+        let include = self.cache.comm() == Comm::Include;
         let step: isize = if mb >= cb { 1 } else { -1 };
         // Lower bound of the side that grows along the walk: every stage time is at least its
-        // compute (MemOpt overhead >= 0), so a side of k stages takes at least compute / k. It
-        // only grows with each step, so once it reaches the best time no later position can
-        // win (positions win only when strictly better): the walk stops there, with the same
-        // result as the full walk. The 1e-12 margin covers rounding between the side's sum and
-        // its stages' own prefix-sum differences.
-        let model = self.cache.model;
+        // compute (MemOpt overhead >= 0, link times >= 0), so a side of k stages takes at least
+        // compute / k. It only grows with each step, so once it reaches the best time no later
+        // position can win (positions win only when strictly better): the walk stops there,
+        // with the same result as the full walk. The 1e-12 margin covers rounding between the
+        // side's sum and its stages' own prefix-sum differences.
         let growing = |p: usize| {
             if step > 0 {
                 model.compute(a, p) / (mid - lo + 1) as f64
@@ -104,6 +151,7 @@ impl<'c, 'm, 'a> BiPar<'c, 'm, 'a> {
             }
         };
         let mut best: Option<Sub> = None;
+        let mut skipped = 0;
         let mut rho = cb as isize;
         loop {
             let p = rho as usize;
@@ -115,24 +163,35 @@ impl<'c, 'm, 'a> BiPar<'c, 'm, 'a> {
                 self.pruned += (p as isize - mb as isize).unsigned_abs() + 1;
                 break;
             }
-            self.positions += 1;
-            let left = self.solve(a, p, lo, mid);
-            let right = self.solve(p + 1, b, mid + 1, hi);
             let mut stop = false;
-            if let (Some(l), Some(r)) = (left, right) {
-                let optimized = l.optimized || r.optimized;
-                let time = l.time.max(r.time);
-                if best.as_ref().is_none_or(|x| time < x.time) {
-                    let mut cuts = l.cuts;
-                    cuts.push(p);
-                    cuts.extend(r.cuts);
-                    best = Some(Sub {
-                        time,
-                        cuts,
-                        optimized,
-                    });
+            if filter.is_some_and(|(w0, ok)| !ok[p - w0]) {
+                skipped += 1;
+                self.avoided += 1;
+            } else {
+                self.positions += 1;
+                let left = self.solve(a, p, lo, mid);
+                let right = self.solve(p + 1, b, mid + 1, hi);
+                if let (Some(l), Some(r)) = (left, right) {
+                    let optimized = l.optimized || r.optimized;
+                    let mut time = l.time.max(r.time);
+                    if include {
+                        time = time.max(model.comm.link_ms(p, mid));
+                    }
+                    if best.as_ref().is_none_or(|x| time < x.time) {
+                        let mut cuts = l.cuts;
+                        cuts.push(p);
+                        cuts.extend(r.cuts);
+                        best = Some(Sub {
+                            time,
+                            cuts,
+                            optimized,
+                        });
+                    }
+                    // Theorem 4.1: past the first position needing no memory optimization,
+                    // compute only gets less balanced. With links in the objective a later
+                    // position may still send fewer bytes, so that walk goes on.
+                    stop = !optimized && !include;
                 }
-                stop = !optimized;
             }
             if stop || p == mb {
                 break;
@@ -145,7 +204,7 @@ impl<'c, 'm, 'a> BiPar<'c, 'm, 'a> {
             }
             rho += step;
         }
-        best
+        (best, skipped)
     }
 }
 
@@ -161,7 +220,7 @@ impl Algorithm for Dawnpiper {
     fn description(&self) -> &'static str {
         "DawnPiper: binary partitioning (BiPar, Algorithm 1) between compute- and memory-balanced \
          cuts, with Capuchin-style swap/recompute (MemOpt) per stage; --stages = pipeline depth; \
-         --set schedule=async|1f1b|gpipe, memopt=on|off|swap|recompute"
+         --set schedule=async|1f1b|gpipe, memopt=on|off|swap|recompute, comm=ignore|avoid|include"
     }
 
     fn exact(&self) -> bool {
@@ -183,6 +242,7 @@ impl Algorithm for Dawnpiper {
         let mut search = BiPar::new(&mut cache, deadline);
         let best = search.solve(0, model.len() - 1, 0, p - 1);
         let (timed_out, positions, pruned) = (search.timed_out, search.positions, search.pruned);
+        let (avoided, fallbacks) = (search.avoided, search.comm_fallbacks);
         let Some(best) = best else {
             return Err(SolveError::Infeasible(format!(
                 "no cut position between the compute- and memory-balanced ones fits {} stages in \
@@ -204,6 +264,15 @@ impl Algorithm for Dawnpiper {
         stats
             .counters
             .insert("positions pruned".into(), pruned as f64);
+        if o.comm == Comm::Avoid {
+            stats
+                .counters
+                .insert("positions avoided (communication)".into(), avoided as f64);
+            stats.counters.insert(
+                "walks without the communication filter".into(),
+                fallbacks as f64,
+            );
+        }
         let mut sol = build(self, inst, &mut cache, &best.cuts, o.kind, stats);
         if timed_out {
             sol.notes

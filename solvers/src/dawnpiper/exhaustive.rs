@@ -1,11 +1,12 @@
 //! `dawnpiper-exhaustive`: the best partition over **every** cut position with the same MemOpt
-//! per stage, to measure BiPar's gap. The objective (max over stages of MemOpt's stage time)
-//! decomposes over stages, so a DP over (stage, last node) finds the optimum over all
+//! per stage, to measure BiPar's gap. The objective is BiPar's: max over stages of MemOpt's
+//! stage time, and with `comm=include` also over the links between stages (`comm=avoid` only
+//! filters BiPar's walk, its objective is the default one). It decomposes over stages, so a DP over (stage, last node) finds the optimum over all
 //! C(n-1, P-1) partitions with O(P n^2) MemOpt calls (checked against plain enumeration in
 //! `solvers/tests/dawnpiper.rs`). Limited to `max_nodes` nodes (default 64).
 
 use super::bipar::describe;
-use super::options::DpOptions;
+use super::options::{Comm, DpOptions};
 use super::stages::{build, StageCache};
 use crate::algorithm::{
     Algorithm, Family, Solution, SolveError, SolveOptions, Stats, Status, Unsupported,
@@ -27,6 +28,8 @@ pub fn optimum(
     deadline: Option<Instant>,
 ) -> Result<Option<(f64, Vec<usize>)>, ()> {
     let n = cache.model.len();
+    let model = cache.model;
+    let include = cache.comm() == Comm::Include;
     let inf = f64::INFINITY;
     // best[s][e]: stages 0..=s cover nodes 0..=e; from[s][e]: first node of stage s.
     let mut best = vec![vec![inf; n]; p];
@@ -51,7 +54,11 @@ pub fn optimum(
                 if !sp.fits {
                     continue;
                 }
-                let v = prev.max(sp.time);
+                let mut v = prev.max(sp.time);
+                if include {
+                    // The link between stages s - 1 and s carries the cut after node a - 1.
+                    v = v.max(model.comm.link_ms(a - 1, s - 1));
+                }
                 if v < best[s][e] {
                     best[s][e] = v;
                     from[s][e] = a;
@@ -84,7 +91,7 @@ impl Algorithm for Exhaustive {
     fn description(&self) -> &'static str {
         "DawnPiper reference: the best of every cut position with the same MemOpt (DP over \
          stages, exact for that objective); small graphs only (--set max_nodes, default 64); \
-         --set schedule, memopt as dawnpiper"
+         --set schedule, memopt, comm as dawnpiper (comm=include adds links to the objective)"
     }
 
     fn exact(&self) -> bool {

@@ -5,6 +5,33 @@ use pipeplan_formulations::dawnpiper::memopt::Allowed;
 use pipeplan_formulations::instance::ScheduleKind;
 use pipeplan_formulations::{InputError, Instance};
 
+/// How the search treats communication across cuts (`comm`, `docs/dawnpiper.md`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Comm {
+    /// The paper's objective (Section 4.1): max over stages of compute + MemOpt overhead; links
+    /// are not looked at (default).
+    Ignore,
+    /// Appendix B.2: the same objective, but each BiPar walk skips cut positions whose
+    /// avoidable communication (bytes beyond the window's inevitable ones) takes longer over
+    /// the link than the average stage compute on either side (Theorem 4.1's condition 2);
+    /// if that leaves no fitting position, the walk is redone without the filter.
+    Avoid,
+    /// Not in the paper: the objective also counts every link as a resource
+    /// (2 x cut bytes / bandwidth per micro-batch), like the evaluator's period.
+    Include,
+}
+
+impl Comm {
+    /// The setting's value as written on the command line.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Comm::Ignore => "ignore",
+            Comm::Avoid => "avoid",
+            Comm::Include => "include",
+        }
+    }
+}
+
 /// Parsed settings.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct DpOptions {
@@ -14,11 +41,13 @@ pub struct DpOptions {
     pub allowed: Allowed,
     /// Largest graph the exhaustive reference accepts (`max_nodes`, default 64).
     pub max_nodes: usize,
+    /// Communication handling (`comm` = ignore | avoid | include; default ignore).
+    pub comm: Comm,
 }
 
 impl DpOptions {
     /// Keys every DawnPiper algorithm accepts.
-    pub const KEYS: [&'static str; 2] = ["schedule", "memopt"];
+    pub const KEYS: [&'static str; 3] = ["schedule", "memopt", "comm"];
 
     /// Reads the settings (unknown keys are rejected by the caller's `check_params`).
     pub fn from(inst: &Instance, opts: &SolveOptions) -> Result<DpOptions, SolveError> {
@@ -55,10 +84,17 @@ impl DpOptions {
                 _ => return Err(bad("max_nodes", v, "a positive integer")),
             },
         };
+        let comm = match opts.params.get("comm").map(|s| s.trim()) {
+            None | Some("ignore") => Comm::Ignore,
+            Some("avoid") => Comm::Avoid,
+            Some("include") => Comm::Include,
+            Some(v) => return Err(bad("comm", v, "ignore, avoid or include")),
+        };
         Ok(DpOptions {
             kind,
             allowed,
             max_nodes,
+            comm,
         })
     }
 }
