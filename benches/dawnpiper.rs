@@ -10,8 +10,9 @@
 //!   (MemOpt on most stages) and at 4 GiB with `comm=include`; target < 1 s. A SKIPPED notice
 //!   when the peers folder is absent. Each variant's claimed objective, evaluated period and
 //!   fit are printed once before timing.
-//! - `max-batch/bert-large`: max-batch of dawnpiper (memopt on) on the shipped BERT-Large
-//!   instance (8 GPUs, 8 GiB).
+//! - `max-batch/bert-large/<algorithm>`: max-batch of every registered algorithm (DawnPiper's
+//!   with memopt on) on the shipped BERT-Large instance (8 GPUs, 8 GiB), each solve limited to
+//!   2 s as `pipeplan max-batch` does; the result of each is printed once before timing.
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use pipeplan_formulations::Instance;
@@ -144,12 +145,20 @@ fn bench(c: &mut Criterion) {
             .join("instances/bert-large-s512-b8-8gpu-8gib.json"),
     )
     .expect("shipped instance");
-    let algo = registry::by_name("dawnpiper").expect("registered");
-    let mo = MaxBatchOptions::default();
-    eprintln!("max-batch: {:?}", max_batch(algo.as_ref(), &bert, &mo));
-    c.bench_function("max-batch/bert-large/dawnpiper", |b| {
-        b.iter(|| max_batch(algo.as_ref(), &bert, &mo))
-    });
+    // Every registered algorithm, as `pipeplan max-batch` runs it (DawnPiper's with memopt on).
+    for algo in registry::all() {
+        let mut mo = MaxBatchOptions::default();
+        if algo.name().starts_with("dawnpiper") {
+            mo.solve.params.insert("memopt".into(), "on".into());
+        }
+        let name = format!("max-batch/bert-large/{}", algo.name());
+        let r = max_batch(algo.as_ref(), &bert, &mo);
+        eprintln!(
+            "{name}: micro-batch {:?}, throughput {:?}, {} solves",
+            r.micro_batch, r.throughput, r.solves
+        );
+        c.bench_function(&name, |b| b.iter(|| max_batch(algo.as_ref(), &bert, &mo)));
+    }
 }
 
 criterion_group! {
