@@ -18,7 +18,8 @@ claimed = the algorithm's own figure under its own model; evaluated = pipeplan's
 batch of a synchronous one (1f1b, gpipe). gap = (claimed objective - best proven optimum of the same
 objective by an exact algorithm) / that optimum; `reference` marks the algorithm that proved it.
 period gap (evaluated): evaluated period of an async plan that fits against the proven optimum over
-contiguous partitions (exact-contiguous); negative when a non-contiguous allocation beats it.
+contiguous partitions without swap or recompute (exact-contiguous); negative when a non-contiguous
+allocation or memory optimization (DawnPiper's swap / recompute) beats it.
 evals|plans: objective evaluations of a Bayesian optimization (mcap-bo) or plans an enumeration
 compared (capture, mcap-bf). Per-GPU memory vectors (claimed and evaluated) are in --csv / --json.";
 
