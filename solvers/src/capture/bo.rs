@@ -23,6 +23,8 @@
 //! hypercube of min(100 x (P - 1), 1000) points (five candidate designs, all pairwise distances
 //! each), whatever the settings; on 16 GPUs that is most of a run (`docs/capture.md`).
 //!
+//! `--set engine=gp` runs [`crate::capture::bo_gp`] instead, which avoids that cost.
+//!
 //! Side effects of egobox 0.42 on the process: its first run installs a Ctrl-C handler (Ctrl-C
 //! then cancels a running optimization instead of ending the process) and, when no logger is
 //! set, an `env_logger` on stdout at level `error` (`EGOBOX_LOG` overrides).
@@ -45,11 +47,11 @@ pub struct BoSettings {
     pub iterations: usize,
     /// Seed.
     pub seed: u64,
-    /// Starts of the multistart maximization of expected improvement per guided point (egobox's
-    /// `n_start`).
+    /// Per guided point: starts of egobox's multistart maximization of expected improvement
+    /// (`n_start`); with the GP engine ([`crate::capture::bo_gp`]), random points scored.
     pub candidates: usize,
-    /// Wall-clock deadline. egobox checks it between guided points only: the initial design is
-    /// always evaluated in full.
+    /// Wall-clock deadline, checked between guided points only: the initial design is always
+    /// evaluated in full.
     pub deadline: Option<Instant>,
 }
 
@@ -63,7 +65,7 @@ pub struct BoResult {
     /// Distinct partitions among the evaluated points.
     pub distinct_plans: usize,
     /// Points in egobox's own history (equal to `evaluations`: a cross-check of the counter);
-    /// `None` when egobox failed or was not run (one GPU).
+    /// `None` when egobox failed or was not run (one GPU), and with the GP engine.
     pub history: Option<usize>,
     /// True when the deadline cut the guided phase short.
     pub timed_out: bool,
@@ -104,18 +106,26 @@ pub fn decode(space: &PlanSpace, x: &[i64]) -> Vec<Choice> {
     out
 }
 
-/// What the objective has seen: its call count and the best plan so far.
+/// What the objective has seen: its call count, the points in order with their peaks, and the
+/// best plan so far.
 #[derive(Default)]
-struct Record {
-    evaluations: usize,
-    plans: HashSet<Vec<Choice>>,
-    best: Option<Key>,
+pub(crate) struct Record {
+    pub(crate) evaluations: usize,
+    pub(crate) plans: HashSet<Vec<Choice>>,
+    pub(crate) best: Option<Key>,
+    /// Evaluated points, in order (the GP engine's training inputs).
+    pub(crate) points: Vec<Vec<i64>>,
+    /// Their objective values (bytes).
+    pub(crate) peaks: Vec<f64>,
 }
 
 impl Record {
     /// Evaluates one point: its plan's peak, the plan remembered when it is the best so far.
-    fn eval(&mut self, space: &PlanSpace, x: &[i64]) -> f64 {
-        self.eval_plan(space, decode(space, x))
+    pub(crate) fn eval(&mut self, space: &PlanSpace, x: &[i64]) -> f64 {
+        let peak = self.eval_plan(space, decode(space, x));
+        self.points.push(x.to_vec());
+        self.peaks.push(peak);
+        peak
     }
 
     /// Evaluates one plan.
@@ -132,7 +142,7 @@ impl Record {
 }
 
 /// The plan returned when egobox evaluated nothing: layers split as evenly as possible.
-fn even_split(space: &PlanSpace) -> Vec<Choice> {
+pub(crate) fn even_split(space: &PlanSpace) -> Vec<Choice> {
     let (l, p) = (space.layers, space.gpus);
     (0..p).map(|k| ((k + 1) * l / p - 1, 0)).collect()
 }
@@ -141,22 +151,63 @@ fn even_split(space: &PlanSpace) -> Vec<Choice> {
 /// the result is the best point evaluated before it (an even split when there is none) and
 /// [`BoResult::error`] says why.
 pub fn optimize(space: &PlanSpace, s: BoSettings) -> BoResult {
-    let dim = space.gpus - 1;
-    let record = RefCell::new(Record::default());
-    if dim == 0 {
-        // One GPU: a single partition, nothing to optimize (egobox needs a variable).
-        record.borrow_mut().eval(space, &[]);
-        let r = record.into_inner();
-        return BoResult {
-            best: r.best.expect("one evaluation"),
+    if space.gpus == 1 {
+        return single_partition(space);
+    }
+    let (record, run) = run_egor(space, &s);
+    run.into_result(space, record)
+}
+
+/// The result on one GPU: a single partition, nothing to optimize (egobox needs a variable).
+pub(crate) fn single_partition(space: &PlanSpace) -> BoResult {
+    let mut r = Record::default();
+    r.eval(space, &[]);
+    BoResult {
+        best: r.best.expect("one evaluation"),
+        evaluations: r.evaluations,
+        distinct_plans: r.plans.len(),
+        history: None,
+        timed_out: false,
+        termination: "single partition".into(),
+        error: None,
+    }
+}
+
+/// How a run ended, besides what its objective recorded.
+pub(crate) struct RunEnd {
+    /// Points in the optimizer's own history, when it has one.
+    pub(crate) history: Option<usize>,
+    /// True when the deadline cut the guided phase short.
+    pub(crate) timed_out: bool,
+    /// Why the optimizer stopped.
+    pub(crate) termination: String,
+    /// The optimizer's error, if any.
+    pub(crate) error: Option<String>,
+}
+
+impl RunEnd {
+    /// The result: the best recorded plan (an even split when nothing was evaluated).
+    pub(crate) fn into_result(self, space: &PlanSpace, mut r: Record) -> BoResult {
+        if r.best.is_none() {
+            r.eval_plan(space, even_split(space));
+        }
+        BoResult {
+            best: r.best.expect("at least one evaluation"),
             evaluations: r.evaluations,
             distinct_plans: r.plans.len(),
-            history: None,
-            timed_out: false,
-            termination: "single partition".into(),
-            error: None,
-        };
+            history: self.history,
+            timed_out: self.timed_out,
+            termination: self.termination,
+            error: self.error,
+        }
     }
+}
+
+/// Runs egobox's `Egor` on a space of two GPUs or more (at least one variable); with
+/// `iterations` 0 it evaluates its seeded initial design only.
+pub(crate) fn run_egor(space: &PlanSpace, s: &BoSettings) -> (Record, RunEnd) {
+    let dim = space.gpus - 1;
+    let record = RefCell::new(Record::default());
     let objective = |x: &ArrayView2<f64>| -> Array2<f64> {
         let mut rec = record.borrow_mut();
         let mut y = Array2::zeros((x.nrows(), 1));
@@ -211,19 +262,13 @@ pub fn optimize(space: &PlanSpace, s: BoSettings) -> BoResult {
         }
         Err(e) => (None, "error".into(), Some(format!("egobox-ego: {e}"))),
     };
-    let mut r = record.into_inner();
-    if r.best.is_none() {
-        r.eval_plan(space, even_split(space));
-    }
-    BoResult {
-        best: r.best.expect("at least one evaluation"),
-        evaluations: r.evaluations,
-        distinct_plans: r.plans.len(),
+    let end = RunEnd {
         history,
         timed_out,
         termination,
         error,
-    }
+    };
+    (record.into_inner(), end)
 }
 
 #[cfg(test)]

@@ -5,7 +5,7 @@
 //! |---|---|---|---|
 //! | `capture` | hybrid (pp / dp / tp stages on nodes) | Algorithm 4: enumeration with pruning | optimal, or feasible when capped |
 //! | `mcap-bf` | pipeline only | enumeration with pruning | optimal, or feasible when capped |
-//! | `mcap-bo` | pipeline only | Bayesian optimization (egobox-ego: GP + expected improvement) | heuristic |
+//! | `mcap-bo` | pipeline only | Bayesian optimization (egobox-ego, or egobox-gp with `engine=gp`: GP + expected improvement) | heuristic |
 //! | `capslog-bs` | pipeline only | binary search + greedy fill | heuristic |
 //! | `capslog-bs-tb` | pipeline only | the same + recursive tie-break | heuristic |
 //! | `capture-exact` | hybrid (or `--set space=pipeline`) | exact DP | optimal |
@@ -14,7 +14,8 @@
 //! memory; the harness adds the evaluator's figures. Settings (`--set`): `merge=L_m` (layer
 //! merger) and `correct_1f1b=true|false` (default false, as in the paper) for all;
 //! `max_nodes=N` (default 100000) for the enumerations; `space=hybrid|pipeline` for
-//! capture-exact; `initial=30`, `iterations=70`, `candidates=20` for mcap-bo (seed: `--seed`).
+//! capture-exact; `initial=30`, `iterations=70`, `candidates=20` (1000 with `engine=gp`),
+//! `engine=egor|gp` (default egor) and `refit=1` (engine gp only) for mcap-bo (seed: `--seed`).
 //! The statistics come from the `memory_profile` extension or, when it is absent, from the chain
 //! (the solution's notes say so).
 //!
@@ -22,6 +23,7 @@
 //! table (name, description, exactness, own settings); `solve` dispatches on the kind.
 
 pub mod bo;
+pub mod bo_gp;
 pub mod capslog;
 pub mod enumerate;
 pub mod exact;
@@ -112,7 +114,7 @@ impl Kind {
                 "mCAP-BO: Bayesian optimization over per-GPU layer percentages (30 random + 70 EI \
                  points)",
                 false,
-                &["initial", "iterations", "candidates"],
+                &["initial", "iterations", "candidates", "engine", "refit"],
             ),
             Kind::CapslogBs => (
                 "capslog-bs",
@@ -284,6 +286,15 @@ fn run_enumeration(
     Ok(sol)
 }
 
+/// mcap-bo's optimizer (`--set engine=`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum BoEngine {
+    /// egobox-ego's `Egor` ([`bo`]), the default.
+    Egor,
+    /// The loop of [`bo_gp`] on egobox-gp.
+    Gp,
+}
+
 /// `mcap-bo`: Bayesian optimization over pipeline-only partitions.
 fn run_bo(
     algo: &dyn Algorithm,
@@ -291,17 +302,45 @@ fn run_bo(
     opts: &SolveOptions,
 ) -> Result<Solution, SolveError> {
     let space = PlanSpace::pipeline(inst, opts)?;
+    let engine = match opts.params.get("engine").map(String::as_str) {
+        None | Some("egor") => BoEngine::Egor,
+        Some("gp") => BoEngine::Gp,
+        Some(v) => {
+            return Err(InputError::field(
+                "--set engine",
+                format!("unknown mcap-bo engine '{v}' (expected egor or gp)"),
+            )
+            .into())
+        }
+    };
+    let default_candidates = match engine {
+        BoEngine::Egor => BO_CANDIDATES,
+        BoEngine::Gp => bo_gp::DEFAULT_CANDIDATES as u64,
+    };
+    if engine == BoEngine::Egor && opts.params.contains_key("refit") {
+        return Err(InputError::field(
+            "--set refit",
+            "applies to engine=gp only (egobox's Egor refits at every point)",
+        )
+        .into());
+    }
     let settings = bo::BoSettings {
         initial: param_u64(opts, "initial", BO_INITIAL)? as usize,
         iterations: match opts.params.get("iterations") {
             Some(v) if v == "0" => 0,
             _ => param_u64(opts, "iterations", BO_ITERATIONS)? as usize,
         },
-        candidates: param_u64(opts, "candidates", BO_CANDIDATES)? as usize,
+        candidates: param_u64(opts, "candidates", default_candidates)? as usize,
         seed: opts.seed,
         deadline: opts.time_limit.map(|t| Instant::now() + t),
     };
-    let r = bo::optimize(&space, settings);
+    let r = match engine {
+        BoEngine::Egor => bo::optimize(&space, settings),
+        BoEngine::Gp => {
+            let refit = param_u64(opts, "refit", bo_gp::DEFAULT_REFIT as u64)? as usize;
+            bo_gp::optimize(&space, settings, refit)
+        }
+    };
     let mut stats = Stats::new(Status::Heuristic);
     stats
         .counters
@@ -326,6 +365,17 @@ fn run_bo(
         sol.notes.push(format!(
             "egobox proposed no new point after {} evaluations",
             r.evaluations
+        ));
+    } else if r.termination == "no new candidate" {
+        sol.notes.push(format!(
+            "no unevaluated candidate left after {} evaluations",
+            r.evaluations
+        ));
+    }
+    if engine == BoEngine::Gp {
+        sol.notes.push(format!(
+            "engine gp: egobox-gp + expected improvement over {} random points per guided point",
+            settings.candidates.max(1)
         ));
     }
     Ok(sol)
