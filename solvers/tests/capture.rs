@@ -314,8 +314,8 @@ fn mcap_bo_is_seeded_and_counts_its_evaluations() {
     assert!(a.claimed.max_memory.unwrap() >= exact.claimed.max_memory.unwrap());
 }
 
-#[test]
-fn mcap_bo_does_not_depend_on_the_thread_count() {
+/// mcap-bo with `params` on resnet50 8 GPUs, on 1 and on 2 threads.
+fn mcap_bo_on_one_and_two_threads(params: &[(&str, &str)]) -> (Solution, Solution) {
     let inst = shipped("resnet50-1000px-b8-8gpu-16gib.json");
     let pool = |n| {
         rayon::ThreadPoolBuilder::new()
@@ -323,8 +323,14 @@ fn mcap_bo_does_not_depend_on_the_thread_count() {
             .build()
             .unwrap()
     };
-    let one = pool(1).install(|| solve(&MCAP_BO, &inst, &BO_SMALL));
-    let two = pool(2).install(|| solve(&MCAP_BO, &inst, &BO_SMALL));
+    let one = pool(1).install(|| solve(&MCAP_BO, &inst, params));
+    let two = pool(2).install(|| solve(&MCAP_BO, &inst, params));
+    (one, two)
+}
+
+#[test]
+fn mcap_bo_does_not_depend_on_the_thread_count() {
+    let (one, two) = mcap_bo_on_one_and_two_threads(&BO_SMALL);
     assert_eq!(one.plan, two.plan);
     assert_eq!(
         one.stats.counters.get("evaluations"),
@@ -416,15 +422,7 @@ fn mcap_bo_gp_is_seeded_counts_its_evaluations_and_claims_the_predictor_value() 
 
 #[test]
 fn mcap_bo_gp_does_not_depend_on_the_thread_count() {
-    let inst = shipped("resnet50-1000px-b8-8gpu-16gib.json");
-    let pool = |n| {
-        rayon::ThreadPoolBuilder::new()
-            .num_threads(n)
-            .build()
-            .unwrap()
-    };
-    let one = pool(1).install(|| solve(&MCAP_BO, &inst, &GP_SMALL));
-    let two = pool(2).install(|| solve(&MCAP_BO, &inst, &GP_SMALL));
+    let (one, two) = mcap_bo_on_one_and_two_threads(&GP_SMALL);
     assert_eq!(one.plan, two.plan);
     assert_eq!(one.claimed.peak_memory, two.claimed.peak_memory);
     assert_eq!(one.stats.counters, two.stats.counters);
