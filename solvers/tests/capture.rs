@@ -289,9 +289,14 @@ proptest! {
     }
 }
 
-/// mcap-bo's settings for a debug build: egobox's GP fits are slow there, so the tests use a
+/// mcap-bo's `engine=egor` for a debug build: egobox's GP fits are slow there, so the tests use a
 /// small budget (the default is the paper's 30 + 70 points, measured in `benches/capture.rs`).
-const BO_SMALL: [(&str, &str); 3] = [("initial", "8"), ("iterations", "4"), ("candidates", "4")];
+const BO_SMALL: [(&str, &str); 4] = [
+    ("engine", "egor"),
+    ("initial", "8"),
+    ("iterations", "4"),
+    ("candidates", "4"),
+];
 
 #[test]
 fn mcap_bo_is_seeded_and_counts_its_evaluations() {
@@ -307,7 +312,11 @@ fn mcap_bo_is_seeded_and_counts_its_evaluations() {
         (1.0..=12.0).contains(&distinct),
         "{distinct} distinct plans"
     );
-    let few = solve(&MCAP_BO, &inst, &[("initial", "5"), ("iterations", "0")]);
+    let few = solve(
+        &MCAP_BO,
+        &inst,
+        &[("engine", "egor"), ("initial", "5"), ("iterations", "0")],
+    );
     assert_eq!(few.stats.counters.get("evaluations"), Some(&5.0));
     // Never better than the exact pipeline optimum.
     let exact = solve(&CAPTURE_EXACT, &inst, &[("space", "pipeline")]);
@@ -345,7 +354,12 @@ fn mcap_bo_stops_at_the_time_limit_after_its_initial_points() {
         time_limit: Some(std::time::Duration::ZERO),
         ..SolveOptions::default()
     };
-    for (k, v) in [("initial", "6"), ("iterations", "50"), ("candidates", "2")] {
+    for (k, v) in [
+        ("engine", "egor"),
+        ("initial", "6"),
+        ("iterations", "50"),
+        ("candidates", "2"),
+    ] {
         opts.params.insert(k.into(), v.into());
     }
     let s = harness::run(&MCAP_BO, &inst, &opts).unwrap();
@@ -413,6 +427,14 @@ fn mcap_bo_gp_is_seeded_counts_its_evaluations_and_claims_the_predictor_value() 
         &[("engine", "gp"), ("initial", "5"), ("iterations", "0")],
     );
     assert_eq!(few.stats.counters.get("evaluations"), Some(&5.0));
+    // gp is the default engine.
+    let default: Vec<_> = GP_SMALL
+        .into_iter()
+        .filter(|&(k, _)| k != "engine")
+        .collect();
+    let d = solve(&MCAP_BO, &inst, &default);
+    assert_eq!(d.plan, a.plan);
+    assert_eq!(d.notes, a.notes);
     // Hyperparameters re-estimated every third point only: same budget, still seeded.
     let params: Vec<_> = GP_SMALL.into_iter().chain([("refit", "3")]).collect();
     let c = solve(&MCAP_BO, &inst, &params);
@@ -483,7 +505,7 @@ fn mcap_bo_rejects_a_bad_engine_and_a_misplaced_refit() {
     };
     let e = err(&[("engine", "skopt")]);
     assert!(e.contains("--set engine") && e.contains("skopt"), "{e}");
-    let e = err(&[("refit", "2")]);
+    let e = err(&[("engine", "egor"), ("refit", "2")]);
     assert!(e.contains("--set refit") && e.contains("engine=gp"), "{e}");
     let e = err(&[("engine", "gp"), ("refit", "0")]);
     assert!(e.contains("--set refit"), "{e}");

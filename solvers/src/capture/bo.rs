@@ -1,4 +1,5 @@
-//! mcap-bo: mCAP's Bayesian optimization over pipeline-only partitions, with the egobox-ego crate.
+//! mcap-bo's encoding and shared run record, and its `engine=egor`: mCAP's Bayesian optimization
+//! over pipeline-only partitions with the egobox-ego crate throughout.
 //!
 //! As in the public mCAP code, a point is P - 1 integers in [1, 100]: entry k is the percentage
 //! of the layers GPU k may take (those still unplaced, less one for each later GPU) that it does
@@ -23,7 +24,8 @@
 //! hypercube of min(100 x (P - 1), 1000) points (five candidate designs, all pairwise distances
 //! each), whatever the settings; on 16 GPUs that is most of a run (`docs/capture.md`).
 //!
-//! `--set engine=gp` runs [`crate::capture::bo_gp`] instead, which avoids that cost.
+//! The default engine, [`crate::capture::bo_gp`], uses this module's `Egor` run for its initial
+//! design only and avoids that cost.
 //!
 //! Side effects of egobox 0.42 on the process: its first run installs a Ctrl-C handler (Ctrl-C
 //! then cancels a running optimization instead of ending the process) and, when no logger is

@@ -1,4 +1,4 @@
-//! mcap-bo's second engine (`--set engine=gp`): the Bayesian-optimization loop written here on
+//! mcap-bo's default engine (`engine=gp`): the Bayesian-optimization loop written here on
 //! egobox-gp's Gaussian process, with expected improvement maximized over random integer points
 //! as scikit-optimize's `acq_optimizer="sampling"` does in the public mCAP code.
 //!
@@ -30,7 +30,8 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 use std::collections::HashSet;
 use std::time::Instant;
 
-/// Default candidate count per guided point of the GP engine (scikit-optimize's `n_points`).
+/// Default candidate count per guided point of the GP engine: a tenth of scikit-optimize's
+/// `n_points` (10000), which gave no better plans at ten times the cost (`docs/capture.md`).
 pub const DEFAULT_CANDIDATES: usize = 1000;
 /// Default hyperparameter refit period of the GP engine, in guided points (1: at every point,
 /// as scikit-optimize does).
@@ -108,8 +109,7 @@ fn guide(space: &PlanSpace, s: &BoSettings, refit: usize, record: &mut Record) -
         let cands: Vec<Vec<i64>> = (0..s.candidates.max(1))
             .map(|_| (0..dim).map(|_| percent(&mut rng)).collect())
             .collect();
-        let xc = Array2::from_shape_fn((cands.len(), dim), |(i, j)| cands[i][j] as f64);
-        let (mu, var) = match gp.predict_valvar(&xc) {
+        let (mu, var) = match predict(&gp, &cands, dim) {
             Ok(mv) => mv,
             Err(e) => {
                 end.termination = "error".into();
@@ -138,6 +138,32 @@ fn guide(space: &PlanSpace, s: &BoSettings, refit: usize, record: &mut Record) -
         record.eval(space, &x);
     }
     end
+}
+
+/// Candidates per call of egobox-gp's prediction: its work arrays grow with candidates x
+/// training points x dimensions (12 MB for 1000 x 100 x 15), which costs page faults on every
+/// call; blocks of this size stay small and reuse the allocator's memory.
+const PREDICT_BLOCK: usize = 64;
+
+/// The GP's mean and variance at every candidate, predicted block by block.
+fn predict(
+    gp: &egobox_gp::GaussianProcess<
+        f64,
+        egobox_gp::mean_models::ConstantMean,
+        egobox_gp::correlation_models::SquaredExponentialCorr,
+    >,
+    cands: &[Vec<i64>],
+    dim: usize,
+) -> Result<(Array1<f64>, Array1<f64>), egobox_gp::GpError> {
+    let mut mu = Vec::with_capacity(cands.len());
+    let mut var = Vec::with_capacity(cands.len());
+    for block in cands.chunks(PREDICT_BLOCK) {
+        let x = Array2::from_shape_fn((block.len(), dim), |(i, j)| block[i][j] as f64);
+        let (m, v) = gp.predict_valvar(&x)?;
+        mu.extend(m.iter().copied());
+        var.extend(v.iter().copied());
+    }
+    Ok((Array1::from(mu), Array1::from(var)))
 }
 
 /// Expected improvement below `fmin` of a normal prediction (mean `mu`, variance `var`), for
