@@ -5,14 +5,15 @@
 //! Same encoding ([`decode`]) and initial design as the Egor engine: egobox-ego's `Egor` is run
 //! with no guided point, so the `initial` points are its seeded Latin-hypercube draws, the same
 //! ones engine `egor` evaluates for that seed. Then, for each of `iterations` guided points:
-//! fit a GP (egobox-gp's `Kriging`: constant mean, squared-exponential kernel, as Egor's) on every evaluated point
-//! (egobox-gp standardizes inputs and outputs itself, so bytes are harmless), score
-//! `candidates` points drawn uniformly from {1..100}^(P-1) by expected improvement over the
-//! best value so far, and evaluate the best-scoring candidate not evaluated before (ties: the
-//! first drawn). The hyperparameters are re-estimated by likelihood every `refit` guided
-//! points, from the previous ones plus [`GP_STARTS`] seeded extra starts; in between the GP is
-//! refitted on the new data with them fixed. The run stops early when no candidate is new
-//! (small spaces) or the GP fails (the best point so far is then returned, with the error).
+//! fit a GP (egobox-gp's `Kriging`: constant mean, squared-exponential kernel, as Egor's) on
+//! every evaluated point (egobox-gp standardizes inputs and outputs itself, so bytes are
+//! harmless), score `candidates` points drawn uniformly from {1..100}^(P-1) by expected
+//! improvement over the best value so far, and evaluate the best-scoring candidate not evaluated
+//! before (ties: the first drawn). The hyperparameters are re-estimated by likelihood every
+//! `refit` guided points, from the previous ones plus [`GP_STARTS`] seeded extra starts; in
+//! between the GP is refitted on the new data with them fixed. The run stops early when no
+//! candidate is new (small spaces) or the GP fails (the best point so far is then returned, with
+//! the error).
 //!
 //! Deterministic: the candidates come from a Xoshiro256++ generator seeded from the seed, and
 //! egobox-gp's multistart is seeded ([`GP_STARTS`] >= 2). The deadline is checked before every

@@ -1,9 +1,10 @@
 //! `dawnpiper-exhaustive`: the best partition over **every** cut position with the same MemOpt
 //! per stage, to measure BiPar's gap. The objective is BiPar's: max over stages of MemOpt's
 //! stage time, and with `comm=include` also over the links between stages (`comm=avoid` only
-//! filters BiPar's walk, its objective is the default one). It decomposes over stages, so a DP over (stage, last node) finds the optimum over all
-//! C(n-1, P-1) partitions with O(P n^2) MemOpt calls (checked against plain enumeration in
-//! `solvers/tests/dawnpiper.rs`). Limited to `max_nodes` nodes (default 64).
+//! filters BiPar's walk, its objective is the default one). It decomposes over stages, so a DP
+//! over (stage, last node) finds the optimum over all C(n-1, P-1) partitions with O(P n^2)
+//! MemOpt calls (checked against plain enumeration in `solvers/tests/dawnpiper.rs`). Limited to
+//! `max_nodes` nodes (default 64).
 
 use super::bipar::describe;
 use super::options::{Comm, DpOptions};
