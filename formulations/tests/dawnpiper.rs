@@ -312,3 +312,58 @@ fn cut_communication_matches_the_evaluator_and_splits_inevitable_bytes() {
     let slowest = c.link_ms(1, 0).max(c.link_ms(3, 1));
     assert!((ev.period_ms.unwrap() - slowest).abs() <= 1e-9 * slowest);
 }
+
+proptest::proptest! {
+    #![proptest_config(proptest::test_runner::Config::with_cases(200))]
+
+    /// `plain_memory_end` (block skips on a bound) returns the linear scan's end: the last
+    /// node before the first stage over the bound, on chains whose cuts go up and down (so
+    /// the end buffer varies), with zero weights, cuts and saved sizes included.
+    #[test]
+    fn plain_memory_end_equals_the_linear_scan(
+        sizes in proptest::collection::vec((0u8..4, 0u8..3, 0u8..3), 2..40),
+        stages in 1usize..5,
+        kind in 0usize..3,
+        picks in proptest::collection::vec((0.0f64..1.0, 0.0f64..1.0, 0usize..5, 0.0f64..1.0), 16),
+    ) {
+        let n = sizes.len();
+        let layers: Vec<_> = sizes
+            .iter()
+            .enumerate()
+            .map(|(i, &(w, c, k))| {
+                // Cuts of 0, 1e7 or 3e8 bytes and small saved sizes: the end buffer swings
+                // more than a layer adds, so a longer stage can need less memory.
+                let cut = [0.0, 1e7, 3e8][c as usize];
+                json!({"name": format!("l{i}"), "forward": 1.0, "backward": 2.0,
+                       "weights": 1e6 * w as f64, "output": 1e7,
+                       "cut": cut, "saved": 1e6 * k as f64})
+            })
+            .collect();
+        let schedule = ["async", "1f1b", "gpipe"][kind];
+        let doc = json!({
+            "format": "pipeplan/instance@1", "name": "t",
+            "model": {"batch": 4, "input": 1e7, "layers": layers},
+            "cluster": {"gpus": 4, "memory": 8.0 * 1073741824.0,
+                        "bandwidth": {"intra_node": 1e10}, "pcie": 1.2e10},
+            "training": {"schedule": schedule, "micro_batches": 4}
+        });
+        let inst = Instance::from_json(&doc.to_string()).unwrap();
+        let kind = [ScheduleKind::Async, ScheduleKind::OneFOneB, ScheduleKind::Gpipe][kind];
+        let stages = stages.min(n);
+        let m = Model::new(&inst, kind, stages).unwrap();
+        for (fs, fl, s, ft) in picks {
+            let start = ((n - 1) as f64 * fs) as usize;
+            let last = start + ((n - 1 - start) as f64 * fl) as usize;
+            let s = s % stages;
+            // Thresholds at a stage's memory or just below it: the boundaries where a skip
+            // that misjudged a block would show.
+            let e = start + ((last - start) as f64 * ft) as usize;
+            let t = m.plain_memory(start, e, s) * if s % 2 == 0 { 1.0 } else { 1.0 - 1e-12 };
+            let mut scan = start;
+            while scan < last && m.plain_memory(start, scan + 1, s) <= t {
+                scan += 1;
+            }
+            proptest::prop_assert_eq!(m.plain_memory_end(start, last, s, t), scan);
+        }
+    }
+}

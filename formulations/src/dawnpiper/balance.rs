@@ -50,6 +50,13 @@ pub struct Model<'a> {
     saved_prefix: Vec<f64>,
     /// Sparse table of workspace maxima: `ws_max[j][i]` = max over `i..i + 2^j`.
     ws_max: Vec<Vec<f64>>,
+    /// Sparse table of the buffer a stage ending at each node holds (its outgoing cut; 0 after
+    /// the last node), for [`Model::plain_memory_end`].
+    cut_max: Vec<Vec<f64>>,
+    /// Whether weights, saved bytes and cuts are all non-negative, so that a stage's plain
+    /// memory without its end buffer only grows with the stage (the bound behind
+    /// [`Model::plain_memory_end`]'s skips).
+    monotone: bool,
     /// Weight copies per parameter byte (versions + gradient + optimizer).
     copies: f64,
     /// Swappable flag of every node.
@@ -87,16 +94,14 @@ impl<'a> Model<'a> {
             weight_prefix[i + 1] = weight_prefix[i] + chain.weights[i];
             saved_prefix[i + 1] = saved_prefix[i] + chain.saved[i];
         }
-        let mut ws_max = vec![actions.workspace.clone()];
-        let mut span = 1;
-        while 2 * span <= n {
-            let prev = ws_max.last().expect("one level");
-            let next: Vec<f64> = (0..=n - 2 * span)
-                .map(|i| prev[i].max(prev[i + span]))
-                .collect();
-            ws_max.push(next);
-            span *= 2;
-        }
+        let ws_max = sparse_max(actions.workspace.clone());
+        let end_cut: Vec<f64> = (0..n)
+            .map(|i| if i + 1 < n { chain.cut[i] } else { 0.0 })
+            .collect();
+        let monotone = [&chain.weights, &chain.saved, &end_cut]
+            .iter()
+            .all(|v| v.iter().all(|&x| x >= 0.0));
+        let cut_max = sparse_max(end_cut);
         let copies =
             crate::cost::weight_versions(inst, kind) + 1.0 + inst.training.optimizer_state_factor;
         Ok(Model {
@@ -112,6 +117,8 @@ impl<'a> Model<'a> {
             weight_prefix,
             saved_prefix,
             ws_max,
+            cut_max,
+            monotone,
             copies,
             swappable,
             comm,
@@ -181,20 +188,88 @@ impl<'a> Model<'a> {
 
     /// [`Model::plain_memory`] with `g` micro-batches in flight.
     pub fn plain_memory_g(&self, a: usize, b: usize, s: usize, g: u32) -> f64 {
+        let end_cut = (s + 1 < self.stages && b + 1 < self.len()).then(|| self.chain.cut[b]);
+        self.memory_with(a, b, s, g, end_cut)
+    }
+
+    /// Plain memory of nodes `a..=b` on stage `s` with `end_cut` as the outgoing cut (none:
+    /// no end buffer). Every term grows with its input, and so does the rounded sum: with
+    /// [`Model::plain_memory_end`]'s larger inputs the result bounds the exact one.
+    fn memory_with(&self, a: usize, b: usize, s: usize, g: u32, end_cut: Option<f64>) -> f64 {
         let states = (self.weight_prefix[b + 1] - self.weight_prefix[a]) * self.copies;
         let act = self.saved_prefix[b + 1] - self.saved_prefix[a];
         let mut buffers = 0.0;
         if s > 0 && a > 0 {
             buffers += 2.0 * self.chain.cut[a - 1];
         }
-        if s + 1 < self.stages && b + 1 < self.len() {
-            buffers += 2.0 * self.chain.cut[b];
+        if let Some(c) = end_cut {
+            buffers += 2.0 * c;
         }
-        let len = b + 1 - a;
-        let j = usize::BITS as usize - 1 - len.leading_zeros() as usize;
-        let ws = self.ws_max[j][a].max(self.ws_max[j][b + 1 - (1 << j)]);
+        let ws = range_max(&self.ws_max, a, b);
         states + buffers + g as f64 * act + ws
     }
+
+    /// The last node `end` in `start..=last` such that every stage `start..=e` with
+    /// `start <= e <= end` fits `t` as [`Model::plain_memory`] on stage `s`; `start` when
+    /// `start..=start + 1` does not. (The linear scan's answer: it stops at the first stage over
+    /// `t`, even though a longer one may fit again, since the end buffer varies with the end.)
+    ///
+    /// Usually in O(log n) bound checks: without its end buffer a stage's memory only grows with the stage, so
+    /// the memory of `start..=hi` with the largest end buffer among the ends `lo..=hi` bounds all
+    /// of them, and a block within `t` is skipped whole; blocks grow by doubling and shrink by
+    /// halving, down to one node, whose bound is exact. Falls back to the scan when a weight,
+    /// saved size or cut is negative.
+    pub fn plain_memory_end(&self, start: usize, last: usize, s: usize, t: f64) -> usize {
+        let g = self.in_flight(s);
+        let mut end = start;
+        if !self.monotone {
+            while end < last && self.plain_memory_g(start, end + 1, s, g) <= t {
+                end += 1;
+            }
+            return end;
+        }
+        let has_end_buffer = s + 1 < self.stages;
+        let mut step = 1usize;
+        while end < last {
+            let lo = end + 1;
+            let hi = end.saturating_add(step).min(last);
+            let bound_cut = has_end_buffer.then(|| range_max(&self.cut_max, lo, hi));
+            if self.memory_with(start, hi, s, g, bound_cut) <= t {
+                end = hi;
+                step = step.saturating_mul(2);
+            } else if hi > lo {
+                step = (hi - lo).div_ceil(2);
+            } else {
+                // A one-node block's bound is its exact memory (the table holds 0 after the
+                // last node, which has no end buffer): `lo` is the first stage over `t`.
+                break;
+            }
+        }
+        end
+    }
+}
+
+/// Sparse table of range maxima over `v`: level `j` holds the maxima of `i..i + 2^j`.
+fn sparse_max(v: Vec<f64>) -> Vec<Vec<f64>> {
+    let n = v.len();
+    let mut table = vec![v];
+    let mut span = 1;
+    while 2 * span <= n {
+        let prev = table.last().expect("one level");
+        let next: Vec<f64> = (0..=n - 2 * span)
+            .map(|i| prev[i].max(prev[i + span]))
+            .collect();
+        table.push(next);
+        span *= 2;
+    }
+    table
+}
+
+/// Maximum of `a..=b` from a [`sparse_max`] table.
+fn range_max(table: &[Vec<f64>], a: usize, b: usize) -> f64 {
+    let len = b + 1 - a;
+    let j = usize::BITS as usize - 1 - len.leading_zeros() as usize;
+    table[j][a].max(table[j][b + 1 - (1 << j)])
 }
 
 /// Which quantity a balanced partition equalizes.
@@ -254,6 +329,9 @@ pub fn balanced_cuts(
                     }
                 }
                 end = lo;
+            }
+            if what == Balance::Memory {
+                end = model.plain_memory_end(start, last_allowed, s, t);
             }
             while end < last_allowed && value(start, end + 1, s) <= t {
                 end += 1;
