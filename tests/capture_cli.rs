@@ -107,3 +107,56 @@ fn compare_reports_memory_vectors_and_evaluations() {
     let exact = rows.iter().find(|r| &r[1] == "capture-exact").unwrap();
     assert_eq!(&exact[col("status")], "optimal");
 }
+
+#[test]
+fn profile_plan_takes_runnable_profiling_batches() {
+    // GPT-3's micro-batch is 1: a quarter and a half of it are no runnable batch, and the
+    // default plan says so.
+    let out = pipeplan(&["profile-plan", &shipped(GPT), "--method", "mcap", "--csv"]);
+    assert_eq!(out.status.code(), Some(0));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("0.25 and 0.5") && err.contains("--profile-batches"),
+        "{err}"
+    );
+    let out = pipeplan(&[
+        "profile-plan",
+        &shipped(GPT),
+        "--method",
+        "mcap",
+        "--profile-batches",
+        "1,2",
+        "--csv",
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    let batches: std::collections::BTreeSet<&str> = text
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').nth(3).unwrap())
+        .collect();
+    assert_eq!(batches.into_iter().collect::<Vec<_>>(), ["1.0", "2.0"]);
+    let gpt = shipped(GPT);
+    for bad in [
+        &["--profile-batches", "2,2"][..],
+        &["--profile-batches", "1"],
+        &["--profile-batches", "1,2", "--batch", "4"],
+    ] {
+        let mut args = vec!["profile-plan", gpt.as_str()];
+        args.extend_from_slice(bad);
+        let out = pipeplan(&args);
+        assert_eq!(out.status.code(), Some(2), "{bad:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("--profile-batches"), "{bad:?}: {err}");
+    }
+}

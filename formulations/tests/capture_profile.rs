@@ -181,12 +181,30 @@ proptest! {
 
 #[test]
 fn profile_plans_per_method() {
-    let mcap = profiling::plan(Method::Mcap, 32, 16, 4, 8.0).unwrap();
+    assert_eq!(profiling::default_batches(8.0), [2.0, 4.0]);
+    let mcap = profiling::plan(Method::Mcap, 32, 16, 4, [2.0, 4.0]).unwrap();
     assert!(mcap.iter().all(|r| r.parallelism == Parallelism::Pp));
-    let batches: std::collections::BTreeSet<u64> = mcap.iter().map(|r| r.batch.to_bits()).collect();
-    assert_eq!(batches.len(), 2, "a quarter and a half of the target");
+    // The same runs at each of the two batch sizes.
+    let at = |b: f64| -> Vec<_> {
+        mcap.iter()
+            .filter(|r| r.batch == b)
+            .map(|r| &r.stages)
+            .collect()
+    };
+    assert_eq!(at(2.0), at(4.0));
+    assert_eq!(2 * at(2.0).len(), mcap.len());
+    // Two distinct positive sizes or an error naming them.
+    for bad in [[2.0, 2.0], [0.0, 4.0], [2.0, f64::NAN]] {
+        let e = profiling::plan(Method::Mcap, 32, 16, 4, bad)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("profiling batches: need two distinct positive"),
+            "{e}"
+        );
+    }
     assert!(mcap.len() <= 2 * (32 + 16));
-    let capture = profiling::plan(Method::Capture, 32, 16, 4, 8.0).unwrap();
+    let capture = profiling::plan(Method::Capture, 32, 16, 4, [2.0, 4.0]).unwrap();
     for (p, d) in [
         (Parallelism::Dp, 2),
         (Parallelism::Tp, 2),
@@ -200,17 +218,17 @@ fn profile_plans_per_method() {
         assert!(!sub.is_empty(), "{p} {d}");
         assert!(sub.iter().all(|r| r.stages.len() == 16 / d as usize));
     }
-    let capslog = profiling::plan(Method::Capslog, 32, 16, 4, 8.0).unwrap();
+    let capslog = profiling::plan(Method::Capslog, 32, 16, 4, [2.0, 4.0]).unwrap();
     assert!(capslog.len() < mcap.len());
     // A mesh that does not divide, and a chain too short.
-    let e = profiling::plan(Method::Capture, 32, 12, 6, 8.0)
+    let e = profiling::plan(Method::Capture, 32, 12, 6, [2.0, 4.0])
         .unwrap_err()
         .to_string();
     assert!(
         e.contains("gpus_per_node") && e.contains("sub-meshes of 4"),
         "{e}"
     );
-    let e = profiling::plan(Method::Mcap, 3, 8, 8, 8.0)
+    let e = profiling::plan(Method::Mcap, 3, 8, 8, [2.0, 4.0])
         .unwrap_err()
         .to_string();
     assert!(e.contains("3 layers cannot fill 8 meshes"), "{e}");
@@ -219,7 +237,7 @@ fn profile_plans_per_method() {
     assert!(mcap_runs(10, 2)
         .unwrap_err()
         .contains("cannot isolate layers 1, 2"));
-    let two = profiling::plan(Method::Mcap, 10, 2, 2, 8.0).unwrap();
+    let two = profiling::plan(Method::Mcap, 10, 2, 2, [2.0, 4.0]).unwrap();
     let stages: Vec<Vec<[usize; 2]>> = two.iter().map(|r| r.stages.clone()).collect();
     assert!(covers(&stages, 10));
 }

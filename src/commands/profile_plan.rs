@@ -33,9 +33,20 @@ pub struct ProfilePlanArgs {
     #[arg(long, value_enum, default_value = "capture")]
     pub method: MethodArg,
     /// Target batch size (samples per micro-batch; default: the instance's micro-batch). Runs
-    /// are planned at a quarter and a half of it.
+    /// are planned at a quarter and a half of it (the paper's default).
     #[arg(long)]
     pub batch: Option<f64>,
+    /// The two profiling batch sizes instead (samples per micro-batch, e.g. `1,2`): runnable
+    /// sizes when a quarter and a half of the target are not whole samples. The predictor fits
+    /// a line through them and reads it at the target.
+    #[arg(
+        long,
+        value_name = "LOW,HIGH",
+        value_delimiter = ',',
+        num_args = 1,
+        conflicts_with = "batch"
+    )]
+    pub profile_batches: Option<Vec<f64>>,
     /// Output format.
     #[command(flatten)]
     pub out: OutputArgs,
@@ -72,12 +83,37 @@ fn ranges(r: &ProfilingRun) -> String {
 /// Runs `profile-plan`.
 pub fn run(a: ProfilePlanArgs) -> Result<(), Failure> {
     let inst = Instance::from_path(&a.instance)?;
-    let batch = a.batch.unwrap_or(inst.micro_batch() as f64);
-    if !(batch.is_finite() && batch > 0.0) {
-        return Err(Failure::input(format!(
-            "--batch: must be positive, found {batch}"
-        )));
-    }
+    let batches = match &a.profile_batches {
+        Some(v) => match v[..] {
+            [lo, hi] if lo.is_finite() && hi.is_finite() && lo > 0.0 && hi > 0.0 && lo != hi => {
+                [lo, hi]
+            }
+            _ => {
+                return Err(Failure::input(format!(
+                    "--profile-batches: need two distinct positive sizes LOW,HIGH, found {}",
+                    v.iter().map(f64::to_string).collect::<Vec<_>>().join(",")
+                )))
+            }
+        },
+        None => {
+            let batch = a.batch.unwrap_or(inst.micro_batch() as f64);
+            if !(batch.is_finite() && batch > 0.0) {
+                return Err(Failure::input(format!(
+                    "--batch: must be positive, found {batch}"
+                )));
+            }
+            let b = profiling::default_batches(batch);
+            if b.iter().any(|x| x.fract() != 0.0) {
+                eprintln!(
+                    "note: a quarter and a half of batch {batch} are {} and {} samples, which no \
+                     profiling run can use; give runnable sizes with --profile-batches LOW,HIGH \
+                     (e.g. 1,2) or a larger --batch",
+                    b[0], b[1]
+                );
+            }
+            b
+        }
+    };
     let (method, name) = match a.method {
         MethodArg::Mcap => (Method::Mcap, "mcap"),
         MethodArg::Capslog => (Method::Capslog, "capslog"),
@@ -88,7 +124,7 @@ pub fn run(a: ProfilePlanArgs) -> Result<(), Failure> {
         inst.num_layers(),
         inst.cluster.gpus,
         inst.gpus_per_node(),
-        batch,
+        batches,
     )
     .map_err(|e| e.in_file(&a.instance))?;
     let text = match a.out.format() {

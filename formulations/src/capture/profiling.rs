@@ -9,8 +9,9 @@
 //!   (M_i) and windows of two-layer stages (M_a = PM(l-1, l) - PM(l-1, l-1)), about 2L/S runs.
 //! - CAPTURE adds the mCAP scheme over sub-meshes of 2 and 4 GPUs, with dp and tp.
 //!
-//! Every plan is generated for two batch sizes, a quarter and a half of the target (the paper's
-//! defaults). [`covers`] checks that a set of runs yields M_i and M_a for every layer.
+//! Every plan is generated for two batch sizes, by default a quarter and a half of the target
+//! (the paper's defaults, [`default_batches`]). [`covers`] checks that a set of runs yields M_i
+//! and M_a for every layer.
 
 use crate::capture::profile::Parallelism;
 use crate::error::InputError;
@@ -41,15 +42,31 @@ pub struct ProfilingRun {
     pub stages: Vec<[usize; 2]>,
 }
 
-/// The runs of `method` for a chain of `layers` layers on `gpus` GPUs (`per_node` per node) at
-/// the target batch. Errors when the mesh cannot be split or the chain is too short.
+/// The paper's profiling batch sizes for a target batch: a quarter and a half of it.
+pub fn default_batches(target_batch: f64) -> [f64; 2] {
+    [target_batch / 4.0, target_batch / 2.0]
+}
+
+/// The runs of `method` for a chain of `layers` layers on `gpus` GPUs (`per_node` per node), each
+/// at both profiling `batches` (see [`default_batches`]). Errors when the batches are not two
+/// distinct positive sizes, the mesh cannot be split or the chain is too short.
 pub fn plan(
     method: Method,
     layers: usize,
     gpus: u32,
     per_node: u32,
-    target_batch: f64,
+    batches: [f64; 2],
 ) -> Result<Vec<ProfilingRun>, InputError> {
+    if !batches.iter().all(|b| b.is_finite() && *b > 0.0) || batches[0] == batches[1] {
+        return Err(InputError::field(
+            "profiling batches",
+            format!(
+                "need two distinct positive batch sizes (the predictor fits a line through \
+                 them), found {} and {}",
+                batches[0], batches[1]
+            ),
+        ));
+    }
     if gpus < 2 {
         return Err(InputError::field(
             "cluster.gpus",
@@ -73,7 +90,7 @@ pub fn plan(
         }
     }
     let mut out = Vec::new();
-    for batch in [target_batch / 4.0, target_batch / 2.0] {
+    for batch in batches {
         for &(par, d) in &configs {
             let meshes = (gpus / d) as usize;
             if layers < meshes {
