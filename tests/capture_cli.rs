@@ -116,9 +116,20 @@ fn profile_plan_takes_runnable_profiling_batches() {
     assert_eq!(out.status.code(), Some(0));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        err.contains("0.25 and 0.5") && err.contains("--profile-batches"),
+        err.contains("0.25 and 0.5 is not a whole number") && err.contains("--profile-batches"),
         "{err}"
     );
+    // Only the fractional size is named; sizes in either order.
+    let out = pipeplan(&["profile-plan", &shipped(GPT), "--batch", "2", "--csv"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("size 0.5 is not"), "{err}");
+    let out = pipeplan(&["profile-plan", &shipped(GPT), "--profile-batches", "2,0.5"]);
+    assert_eq!(out.status.code(), Some(0));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("size 0.5 is not"), "{err}");
+    let text = String::from_utf8(out.stdout).unwrap();
+    let first = text.lines().nth(2).unwrap();
+    assert!(first.contains("  0.5  "), "low size first: {first}");
     let out = pipeplan(&[
         "profile-plan",
         &shipped(GPT),
@@ -150,6 +161,7 @@ fn profile_plan_takes_runnable_profiling_batches() {
     for bad in [
         &["--profile-batches", "2,2"][..],
         &["--profile-batches", "1"],
+        &["--profile-batches", "-1,2"],
         &["--profile-batches", "1,2", "--batch", "4"],
     ] {
         let mut args = vec!["profile-plan", gpt.as_str()];

@@ -317,20 +317,21 @@ proptest::proptest! {
     #![proptest_config(proptest::test_runner::Config::with_cases(200))]
 
     /// `plain_memory_end` (block skips on a bound) returns the linear scan's end: the last
-    /// node before the first stage over the bound, on chains whose cuts go up and down (so
-    /// the end buffer varies), with zero weights, cuts and saved sizes included.
+    /// node before the first stage over the threshold, on chains whose cuts go up and down (so
+    /// the end buffer varies) and whose nodes have workspaces, with zero weights, cuts, saved
+    /// sizes and workspaces included; ranges up to the last node (which has no end buffer).
     #[test]
     fn plain_memory_end_equals_the_linear_scan(
-        sizes in proptest::collection::vec((0u8..4, 0u8..3, 0u8..3), 2..40),
+        sizes in proptest::collection::vec((0u8..4, 0u8..3, 0u8..3, 0u8..3), 2..40),
         stages in 1usize..5,
         kind in 0usize..3,
-        picks in proptest::collection::vec((0.0f64..1.0, 0.0f64..1.0, 0usize..5, 0.0f64..1.0), 16),
+        picks in proptest::collection::vec((0usize..40, 0usize..40, 0usize..5, 0usize..40, proptest::bool::ANY), 16),
     ) {
         let n = sizes.len();
         let layers: Vec<_> = sizes
             .iter()
             .enumerate()
-            .map(|(i, &(w, c, k))| {
+            .map(|(i, &(w, c, k, _))| {
                 // Cuts of 0, 1e7 or 3e8 bytes and small saved sizes: the end buffer swings
                 // more than a layer adds, so a longer stage can need less memory.
                 let cut = [0.0, 1e7, 3e8][c as usize];
@@ -339,26 +340,35 @@ proptest::proptest! {
                        "cut": cut, "saved": 1e6 * k as f64})
             })
             .collect();
+        let nodes: Vec<_> = sizes
+            .iter()
+            .enumerate()
+            .map(|(i, &(_, _, _, ws))| {
+                let workspace = [0.0, 5e6, 2e8][ws as usize];
+                json!({"name": format!("l{i}"), "workspace": workspace})
+            })
+            .collect();
         let schedule = ["async", "1f1b", "gpipe"][kind];
         let doc = json!({
             "format": "pipeplan/instance@1", "name": "t",
             "model": {"batch": 4, "input": 1e7, "layers": layers},
             "cluster": {"gpus": 4, "memory": 8.0 * 1073741824.0,
                         "bandwidth": {"intra_node": 1e10}, "pcie": 1.2e10},
-            "training": {"schedule": schedule, "micro_batches": 4}
+            "training": {"schedule": schedule, "micro_batches": 4},
+            "extensions": {"graph": {"nodes": nodes}}
         });
         let inst = Instance::from_json(&doc.to_string()).unwrap();
         let kind = [ScheduleKind::Async, ScheduleKind::OneFOneB, ScheduleKind::Gpipe][kind];
         let stages = stages.min(n);
         let m = Model::new(&inst, kind, stages).unwrap();
-        for (fs, fl, s, ft) in picks {
-            let start = ((n - 1) as f64 * fs) as usize;
-            let last = start + ((n - 1 - start) as f64 * fl) as usize;
+        for (start, len, s, at, below) in picks {
+            let start = start % n;
+            let last = (start + len).min(n - 1);
             let s = s % stages;
             // Thresholds at a stage's memory or just below it: the boundaries where a skip
             // that misjudged a block would show.
-            let e = start + ((last - start) as f64 * ft) as usize;
-            let t = m.plain_memory(start, e, s) * if s % 2 == 0 { 1.0 } else { 1.0 - 1e-12 };
+            let e = (start + at).min(last);
+            let t = m.plain_memory(start, e, s) * if below { 1.0 - 1e-12 } else { 1.0 };
             let mut scan = start;
             while scan < last && m.plain_memory(start, scan + 1, s) <= t {
                 scan += 1;

@@ -278,7 +278,7 @@ proptest! {
         prop_assert_eq!(&shape(&bf), &shape_ref);
         prop_assert_eq!(&exact.claimed.peak_memory.clone().unwrap()[..p], &v[..]);
         for algo in [&CAPSLOG_BS as &dyn Algorithm, &CAPSLOG_BS_TB, &MCAP_BO] {
-            // mcap-bo on a small budget: egobox's GP is slow in a debug build.
+            // mcap-bo (default engine gp) on a small budget: GP fits are slow in a debug build.
             let bo = [("initial", "4"), ("iterations", "1"), ("candidates", "2")];
             let params: Vec<_> = std::iter::once(corr[0])
                 .chain(bo.into_iter().filter(|_| algo.name() == "mcap-bo"))

@@ -36,14 +36,15 @@ pub struct ProfilePlanArgs {
     /// are planned at a quarter and a half of it (the paper's default).
     #[arg(long)]
     pub batch: Option<f64>,
-    /// The two profiling batch sizes instead (samples per micro-batch, e.g. `1,2`): runnable
-    /// sizes when a quarter and a half of the target are not whole samples. The predictor fits
-    /// a line through them and reads it at the target.
+    /// The two profiling batch sizes instead (samples per micro-batch, e.g. `1,2`, in either
+    /// order): runnable sizes when a quarter and a half of the target are not whole samples.
+    /// The predictor fits a line through them and reads it at the target.
     #[arg(
         long,
         value_name = "LOW,HIGH",
         value_delimiter = ',',
         num_args = 1,
+        allow_hyphen_values = true,
         conflicts_with = "batch"
     )]
     pub profile_batches: Option<Vec<f64>>,
@@ -85,8 +86,8 @@ pub fn run(a: ProfilePlanArgs) -> Result<(), Failure> {
     let inst = Instance::from_path(&a.instance)?;
     let batches = match &a.profile_batches {
         Some(v) => match v[..] {
-            [lo, hi] if lo.is_finite() && hi.is_finite() && lo > 0.0 && hi > 0.0 && lo != hi => {
-                [lo, hi]
+            [x, y] if x.is_finite() && y.is_finite() && x > 0.0 && y > 0.0 && x != y => {
+                [x.min(y), x.max(y)]
             }
             _ => {
                 return Err(Failure::input(format!(
@@ -102,18 +103,26 @@ pub fn run(a: ProfilePlanArgs) -> Result<(), Failure> {
                     "--batch: must be positive, found {batch}"
                 )));
             }
-            let b = profiling::default_batches(batch);
-            if b.iter().any(|x| x.fract() != 0.0) {
-                eprintln!(
-                    "note: a quarter and a half of batch {batch} are {} and {} samples, which no \
-                     profiling run can use; give runnable sizes with --profile-batches LOW,HIGH \
-                     (e.g. 1,2) or a larger --batch",
-                    b[0], b[1]
-                );
-            }
-            b
+            profiling::default_batches(batch)
         }
     };
+    let fractional: Vec<String> = batches
+        .iter()
+        .filter(|b| b.fract() != 0.0)
+        .map(f64::to_string)
+        .collect();
+    if !fractional.is_empty() {
+        let origin = if a.profile_batches.is_some() {
+            String::new()
+        } else {
+            " (a quarter and a half of the target batch)".to_string()
+        };
+        eprintln!(
+            "note: profiling batch size {} is not a whole number of samples{origin}, which no \
+             run can use; give runnable sizes with --profile-batches LOW,HIGH (e.g. 1,2)",
+            fractional.join(" and ")
+        );
+    }
     let (method, name) = match a.method {
         MethodArg::Mcap => (Method::Mcap, "mcap"),
         MethodArg::Capslog => (Method::Capslog, "capslog"),

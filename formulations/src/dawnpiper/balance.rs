@@ -98,12 +98,13 @@ impl<'a> Model<'a> {
         let end_cut: Vec<f64> = (0..n)
             .map(|i| if i + 1 < n { chain.cut[i] } else { 0.0 })
             .collect();
-        let monotone = [&chain.weights, &chain.saved, &end_cut]
-            .iter()
-            .all(|v| v.iter().all(|&x| x >= 0.0));
-        let cut_max = sparse_max(end_cut);
         let copies =
             crate::cost::weight_versions(inst, kind) + 1.0 + inst.training.optimizer_state_factor;
+        let monotone = copies >= 0.0
+            && [&chain.weights, &chain.saved, &end_cut]
+                .iter()
+                .all(|v| v.iter().all(|&x| x >= 0.0));
+        let cut_max = sparse_max(end_cut);
         Ok(Model {
             inst,
             chain,
@@ -210,15 +211,16 @@ impl<'a> Model<'a> {
     }
 
     /// The last node `end` in `start..=last` such that every stage `start..=e` with
-    /// `start <= e <= end` fits `t` as [`Model::plain_memory`] on stage `s`; `start` when
-    /// `start..=start + 1` does not. (The linear scan's answer: it stops at the first stage over
-    /// `t`, even though a longer one may fit again, since the end buffer varies with the end.)
+    /// `start < e <= end` fits `t` as [`Model::plain_memory`] on stage `s`; `start` when
+    /// `start..=start + 1` does not (or `start == last`). (The linear scan's answer: it stops at
+    /// the first stage over `t`, even though a longer one may fit again, since the end buffer
+    /// varies with the end.)
     ///
-    /// Usually in O(log n) bound checks: without its end buffer a stage's memory only grows with the stage, so
-    /// the memory of `start..=hi` with the largest end buffer among the ends `lo..=hi` bounds all
-    /// of them, and a block within `t` is skipped whole; blocks grow by doubling and shrink by
-    /// halving, down to one node, whose bound is exact. Falls back to the scan when a weight,
-    /// saved size or cut is negative.
+    /// Usually in O(log n) bound checks: without its end buffer a stage's memory only grows with
+    /// the stage, so the memory of `start..=hi` with the largest end buffer among the ends
+    /// `lo..=hi` bounds all of them, and a block within `t` is skipped whole; blocks grow by
+    /// doubling and shrink by halving, down to one node, whose bound is exact. Falls back to the
+    /// scan when a weight, saved size, cut or the weight-copy factor is negative (or NaN).
     pub fn plain_memory_end(&self, start: usize, last: usize, s: usize, t: f64) -> usize {
         let g = self.in_flight(s);
         let mut end = start;

@@ -27,7 +27,8 @@
 //! The default engine, [`crate::capture::bo_gp`], uses this module's `Egor` run for its initial
 //! design only and avoids that cost.
 //!
-//! Side effects of egobox 0.42 on the process: its first run installs a Ctrl-C handler (Ctrl-C
+//! Side effects of egobox 0.42 on the process (for both engines: the default one runs `Egor`
+//! for its initial design): its first run installs a Ctrl-C handler (Ctrl-C
 //! then cancels a running optimization instead of ending the process) and, when no logger is
 //! set, an `env_logger` on stdout at level `error` (`EGOBOX_LOG` overrides).
 

@@ -38,7 +38,8 @@ pub const DEFAULT_CANDIDATES: usize = 1000;
 /// as scikit-optimize does).
 pub const DEFAULT_REFIT: usize = 1;
 /// Most likelihood evaluations per start of a hyperparameter fit (COBYLA; egobox-gp's default
-/// is 1000, its least 25). 50 keeps a 100-point run on 16 GPUs near a second.
+/// is 1000, its least 25). 50 keeps a 100-point run on 32 layers x 16 GPUs under 2 s (1.63 s
+/// criterion median, `benches/capture.rs`).
 pub const GP_MAX_EVAL: usize = 50;
 
 /// Runs the GP engine on a pipeline-only space; `refit` is the hyperparameter refit period
