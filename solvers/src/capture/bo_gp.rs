@@ -111,7 +111,8 @@ fn guide(space: &PlanSpace, s: &BoSettings, refit: usize, record: &mut Record) -
         let cands: Vec<Vec<i64>> = (0..s.candidates.max(1))
             .map(|_| (0..dim).map(|_| percent(&mut rng)).collect())
             .collect();
-        let (mu, var) = match predict(&gp, &cands, dim) {
+        let xc = Array2::from_shape_fn((cands.len(), dim), |(i, j)| cands[i][j] as f64);
+        let (mu, var) = match gp.predict_valvar(&xc) {
             Ok(mv) => mv,
             Err(e) => {
                 end.termination = "error".into();
@@ -140,32 +141,6 @@ fn guide(space: &PlanSpace, s: &BoSettings, refit: usize, record: &mut Record) -
         record.eval(space, &x);
     }
     end
-}
-
-/// Candidates per call of egobox-gp's prediction: its work arrays grow with candidates x
-/// training points x dimensions (12 MB for 1000 x 100 x 15), which costs page faults on every
-/// call; blocks of this size stay small and reuse the allocator's memory.
-const PREDICT_BLOCK: usize = 64;
-
-/// The GP's mean and variance at every candidate, predicted block by block.
-fn predict(
-    gp: &egobox_gp::GaussianProcess<
-        f64,
-        egobox_gp::mean_models::ConstantMean,
-        egobox_gp::correlation_models::SquaredExponentialCorr,
-    >,
-    cands: &[Vec<i64>],
-    dim: usize,
-) -> Result<(Array1<f64>, Array1<f64>), egobox_gp::GpError> {
-    let mut mu = Vec::with_capacity(cands.len());
-    let mut var = Vec::with_capacity(cands.len());
-    for block in cands.chunks(PREDICT_BLOCK) {
-        let x = Array2::from_shape_fn((block.len(), dim), |(i, j)| block[i][j] as f64);
-        let (m, v) = gp.predict_valvar(&x)?;
-        mu.extend(m.iter().copied());
-        var.extend(v.iter().copied());
-    }
-    Ok((Array1::from(mu), Array1::from(var)))
 }
 
 /// Expected improvement below `fmin` of a normal prediction (mean `mu`, variance `var`), for
