@@ -93,19 +93,29 @@ fn exhaustive_dp_equals_enumeration() {
             let inst = random(seed, n, p as u32, mem, sched);
             let m = Model::new(&inst, kind, p).unwrap();
             let mut cache = StageCache::new(&m, opts(&inst));
-            let dp = optimum(&mut cache, p, None).unwrap().map(|x| x.0);
-            let bf = brute(&mut cache, p);
-            match (dp, bf) {
-                (Some(a), Some(b)) => {
-                    assert!((a - b).abs() <= 1e-9 * b, "seed {seed} {sched}: {a} vs {b}");
-                    feasible += 1;
-                }
-                (None, None) => {}
-                other => panic!("seed {seed} {sched}: {other:?}"),
-            }
+            feasible += usize::from(dp_equals_brute(
+                &mut cache,
+                p,
+                &format!("seed {seed} {sched}"),
+            ));
         }
     }
     assert!(feasible > 20, "{feasible}");
+}
+
+/// The exhaustive DP's optimum equals plain enumeration's (both infeasible, or equal within
+/// 1e-9); true when a plan exists.
+fn dp_equals_brute(cache: &mut StageCache, p: usize, what: &str) -> bool {
+    let dp = optimum(cache, p, None).unwrap().map(|x| x.0);
+    let bf = brute(cache, p);
+    match (dp, bf) {
+        (Some(a), Some(b)) => {
+            assert!((a - b).abs() <= 1e-9 * b, "{what}: {a} vs {b}");
+            true
+        }
+        (None, None) => false,
+        other => panic!("{what}: {other:?}"),
+    }
 }
 
 #[test]
@@ -291,16 +301,11 @@ fn exhaustive_dp_with_links_equals_enumeration() {
         let o = DpOptions::from(&inst, &with(&[("comm", "include")], None)).unwrap();
         let m = Model::new(&inst, kind, p).unwrap();
         let mut cache = StageCache::new(&m, o);
-        let dp = optimum(&mut cache, p, None).unwrap().map(|x| x.0);
-        let bf = brute(&mut cache, p);
-        match (dp, bf) {
-            (Some(a), Some(b)) => {
-                assert!((a - b).abs() <= 1e-9 * b, "seed {seed} {sched}: {a} vs {b}");
-                feasible += 1;
-            }
-            (None, None) => {}
-            other => panic!("seed {seed} {sched}: {other:?}"),
-        }
+        feasible += usize::from(dp_equals_brute(
+            &mut cache,
+            p,
+            &format!("seed {seed} {sched}"),
+        ));
     }
     assert!(feasible > 15, "{feasible}");
 }
