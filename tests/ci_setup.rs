@@ -1,0 +1,90 @@
+//! `.ci/setup --check`: the libclang detection decides what a fresh machine installs, so it is
+//! tested against fake library folders. bindgen (through clang-sys) links `libclang.so` or
+//! `libclang-<version>.so`; the LLVM runtime `libclang-cpp.so.<n>` and a bare `libclang.so.<n>`
+//! do not count, and with only those the build dies in HiGHS's bindgen step.
+
+use std::path::Path;
+use std::process::Command;
+
+/// What `.ci/setup --check` would install with `dirs` as the only library folders.
+fn would_install(dirs: &[&Path], libclang_path: Option<&Path>) -> Vec<String> {
+    let joined = dirs
+        .iter()
+        .map(|d| d.display().to_string())
+        .collect::<Vec<_>>()
+        .join(":");
+    let mut cmd = Command::new("bash");
+    cmd.arg(Path::new(env!("CARGO_MANIFEST_DIR")).join(".ci/setup"))
+        .arg("--check")
+        .env("PIPEPLAN_SETUP_LIBDIRS", joined)
+        .env_remove("LIBCLANG_PATH");
+    if let Some(p) = libclang_path {
+        cmd.env("LIBCLANG_PATH", p);
+    }
+    let out = cmd.output().expect("bash runs .ci/setup");
+    assert!(
+        out.status.success(),
+        "setup --check failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+/// A temporary library folder holding empty files with these names.
+fn lib_dir(files: &[&str]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    for f in files {
+        std::fs::write(dir.path().join(f), b"").unwrap();
+    }
+    dir
+}
+
+fn wants_libclang(files: &[&str]) -> bool {
+    let dir = lib_dir(files);
+    would_install(&[dir.path()], None).contains(&"libclang-dev".to_owned())
+}
+
+#[test]
+fn llvm_runtime_alone_is_not_libclang() {
+    // The reported machine: llvm-14's runtime without libclang-dev.
+    assert!(wants_libclang(&["libclang-cpp.so.14", "libLLVM-14.so.1"]));
+    assert!(wants_libclang(&["libclang-cpp.so"]));
+    assert!(wants_libclang(&[]));
+}
+
+#[test]
+fn versioned_soname_alone_cannot_be_linked() {
+    assert!(wants_libclang(&["libclang.so.1", "libclang-14.so.1"]));
+}
+
+#[test]
+fn linkable_libclang_is_found() {
+    assert!(!wants_libclang(&["libclang.so"]));
+    assert!(!wants_libclang(&["libclang-14.so", "libclang-cpp.so.14"]));
+    assert!(!wants_libclang(&["libclang-16.0.6.so"]));
+}
+
+#[test]
+fn any_listed_folder_counts_and_libclang_path_is_honoured() {
+    let empty = lib_dir(&["libclang-cpp.so.14"]);
+    let full = lib_dir(&["libclang.so"]);
+    let both = would_install(&[empty.path(), full.path()], None);
+    assert!(!both.contains(&"libclang-dev".to_owned()), "{both:?}");
+    let via_env = would_install(&[empty.path()], Some(full.path()));
+    assert!(!via_env.contains(&"libclang-dev".to_owned()), "{via_env:?}");
+}
+
+#[test]
+fn unknown_flags_are_rejected() {
+    let out = Command::new("bash")
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join(".ci/setup"))
+        .arg("--install-everything")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("usage"));
+}
