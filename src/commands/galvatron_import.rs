@@ -39,6 +39,18 @@ pub fn import(a: ImportArgs) -> Result<(), Failure> {
     if let Some(n) = a.name {
         inst.name = n;
     }
+    // Say it where the user looks, not only in the instance's `source`.
+    if let Some(note) = inst
+        .source
+        .split(". ")
+        .find(|s| s.starts_with("engine arguments not emulated"))
+    {
+        eprintln!(
+            "warning: {}: {}",
+            config.display(),
+            note.trim_end_matches('.')
+        );
+    }
     write_or_print(a.output.as_deref(), &inst.to_json())?;
     if let Some(p) = a.output.as_deref() {
         eprintln!(

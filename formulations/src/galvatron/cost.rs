@@ -126,18 +126,10 @@ pub fn layer_memory(
     let total_mb: u64 = micro.iter().sum();
     let sum_to = |n: usize| micro.iter().take(n).sum::<u64>() as f64 / total_mb as f64;
     let one_f_one_b = (c.pipeline == PipelineType::PipedreamFlush && pp > 1) || pp == 1;
-    let (ratio_first, ratio_last, ratio_pp1);
     if one_f_one_b {
         let end = ((pp as usize).saturating_sub(c.stage)).min(chunks as usize);
-        let ratio = sum_to(end);
-        ratio_first = sum_to((pp as u64).min(chunks) as usize);
-        ratio_last = micro[0] as f64 / total_mb as f64;
-        ratio_pp1 = ratio;
-        bsz *= ratio;
+        bsz *= sum_to(end);
     } else {
-        ratio_first = 1.0;
-        ratio_last = 1.0;
-        ratio_pp1 = 1.0;
         bsz = micro[0] as f64;
     }
     let activation = if s.cpt {
@@ -206,11 +198,12 @@ pub fn layer_memory(
                 + o.pp_off
                     .activation_at(vtp)
                     .ok_or_else(|| key("pp_off activation", vtp))?
-                    * olb
-                    * ratio_pp1;
+                    * olb;
         } else {
+            // The engine counts the first stage's embedding activations for `pp` micro-batches
+            // in flight and the last stage's head for one (not the layers' 1F1B ratios).
             let (bf, bl) = if c.pipeline == PipelineType::PipedreamFlush {
-                (olb * ratio_first, olb * ratio_last)
+                (olb * pp as f64, olb)
             } else {
                 (olb, olb)
             };

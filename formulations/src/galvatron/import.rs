@@ -2,7 +2,13 @@
 //! arguments, the model's layer configs, and the profile / hardware file paths relative to a data
 //! root) becomes a pipeplan instance with the `layer_types` extension.
 //!
-//! `config` keys read (all others are ignored and listed in the instance's `source`):
+//! `config` is read in two forms. The golden form, as the engine's recorded runs write it:
+//! `engine_args` (every search argument), `model_name`, `layer_configs[]`,
+//! `profile_files.{memory,computation}`, `hardware_files.{allreduce,p2p,overlap,sp_time}` (a path
+//! may carry a note in parentheses after it, which is dropped). It is flattened into the flat
+//! form below before anything is read.
+//!
+//! Flat-form keys read (all others are ignored and listed in the instance's `source`):
 //! - every [`Settings`] field, under the engine's flag names (0/1 accepted for booleans);
 //! - `model_name`; `model_layer_configs`: `[{"hidden_size", "layer_num", "seq_len"}]`;
 //! - `time_profiling_path`, `memory_profiling_path`: files, or folders holding the engine's
@@ -151,13 +157,111 @@ fn tp_map(v: &Value, path: &Path, key: &str) -> Result<BTreeMap<String, f64>, In
     }
 }
 
-/// Reads the profiles the `config` names and builds the instance.
+/// A path as a config writes it, without a trailing note in parentheses
+/// (`"x.json (staged copy of y.json)"` names `x.json`).
+fn strip_note(path: &str) -> &str {
+    match path.find(" (") {
+        Some(i) if path.ends_with(')') => &path[..i],
+        _ => path,
+    }
+}
+
+/// The flat form of a config written as the engine's golden files write it: `engine_args` (every
+/// search argument), `layer_configs`, `profile_files.{memory,computation}` and
+/// `hardware_files.{allreduce,p2p,overlap,sp_time}`. A config without `engine_args` is already
+/// flat and is returned as it is.
+fn flatten(config: &Map<String, Value>) -> Result<Map<String, Value>, InputError> {
+    let Some(args) = config.get("engine_args") else {
+        return Ok(config.clone());
+    };
+    let args = args.as_object().ok_or_else(|| {
+        field(
+            "config.engine_args",
+            "expected an object of search arguments",
+        )
+    })?;
+    let mut flat = args.clone();
+    for key in ["model_name", "model_dir"] {
+        if let Some(v) = config.get(key) {
+            flat.insert(key.into(), v.clone());
+        }
+    }
+    if let Some(v) = config.get("layer_configs") {
+        flat.insert("model_layer_configs".into(), v.clone());
+    }
+    let paths = [
+        ("profile_files", "computation", "time_profiling_path"),
+        ("profile_files", "memory", "memory_profiling_path"),
+        (
+            "hardware_files",
+            "allreduce",
+            "allreduce_bandwidth_config_path",
+        ),
+        ("hardware_files", "p2p", "p2p_bandwidth_config_path"),
+        ("hardware_files", "overlap", "overlap_coe_path"),
+        ("hardware_files", "sp_time", "sp_time_path"),
+    ];
+    for (group, key, flat_key) in paths {
+        let Some(v) = config.get(group).and_then(|g| g.get(key)) else {
+            continue;
+        };
+        let p = v.as_str().ok_or_else(|| {
+            field(
+                format!("config.{group}.{key}"),
+                "expected a path relative to --data-root",
+            )
+        })?;
+        flat.insert(flat_key.into(), Value::String(strip_note(p).to_string()));
+    }
+    Ok(flat)
+}
+
+/// Engine arguments that change the engine's numbers in ways pipeplan does not emulate yet, with
+/// the value pipeplan's model assumes. A config that sets one of them to another value imports
+/// (the static profile values are read instead), and [`not_emulated`] names it: the engine's plan
+/// and throughput may then differ (`docs/galvatron.md`, "Golden replays").
+const NOT_EMULATED: [(&str, &str); 2] = [
+    ("time_profile_mode", "static"),
+    ("memory_profile_mode", "static"),
+];
+
+/// The engine arguments of a config (either form) whose values pipeplan does not emulate, as
+/// `name=value`; empty when the engine's search is reproduced as modelled.
+pub fn not_emulated(doc: &Value) -> Result<Vec<String>, InputError> {
+    let config = doc
+        .get("config")
+        .and_then(Value::as_object)
+        .ok_or_else(|| field("config", "missing: the file must hold a `config` object"))?;
+    let flat = flatten(config)?;
+    Ok(NOT_EMULATED
+        .iter()
+        .filter_map(|(key, modelled)| {
+            let v = flat.get(*key)?;
+            let v = v.as_str().map_or_else(|| v.to_string(), str::to_string);
+            (v != *modelled).then(|| format!("{key}={v}"))
+        })
+        .collect())
+}
+
+/// Reads the profiles the `config` names and builds the instance. `config` is either the flat
+/// form (engine arguments at the top level, `model_layer_configs`, `*_path` keys) or the golden
+/// form (`engine_args`, `layer_configs`, `profile_files`, `hardware_files`).
 pub fn import(doc: &Value, root: &Path) -> Result<Instance, InputError> {
     let config = doc
         .get("config")
         .and_then(Value::as_object)
         .ok_or_else(|| field("config", "missing: the file must hold a `config` object"))?;
+    let config = &flatten(config)?;
     let (settings, ignored) = settings_from(config)?;
+    let mut notes = Vec::new();
+    let unmodelled = not_emulated(doc)?;
+    if !unmodelled.is_empty() {
+        notes.push(format!(
+            "engine arguments not emulated (static profile values used instead, so the engine's \
+             plan and throughput may differ): {}",
+            unmodelled.join(", ")
+        ));
+    }
     let model_name = config
         .get("model_name")
         .and_then(Value::as_str)
@@ -230,7 +334,6 @@ pub fn import(doc: &Value, root: &Path) -> Result<Instance, InputError> {
         ""
     };
 
-    let mut notes = Vec::new();
     let mut types = Vec::new();
     for (i, &(hidden, layers, seq)) in cfgs.iter().enumerate() {
         let seq_key = format!("{}", seq as u64);
@@ -307,7 +410,12 @@ pub fn import(doc: &Value, root: &Path) -> Result<Instance, InputError> {
             )
             .in_file(&mem_path));
         };
-        let v = by_seq(v, &seq_info);
+        // Profiles key several sequence lengths as `a_b_c` or, as the engine's profiler writes
+        // them for several layer types, `[a,b,c]`.
+        let v = match v.get(format!("[{}]", seq_info.replace('_', ","))) {
+            Some(inner) => inner,
+            None => by_seq(v, &seq_info),
+        };
         let get = |w: &str| {
             v.get(w)
                 .ok_or_else(|| field(format!("{key}.{w}"), "missing").in_file(&mem_path))
