@@ -308,3 +308,84 @@ fn dnn_partitioning_inputs() {
         dir.display()
     );
 }
+
+/// `human-experts/<model>_expert.json` are the hand-made placements the paper compares with,
+/// not inputs: each must place every node of its input
+/// (`throughput-inputs/LayerGraphs/<model>.json`) exactly once, on at most its `maxFPGAs`
+/// devices.
+#[test]
+fn dnn_partitioning_expert_placements() {
+    let what = "import_peers::dnn_partitioning_expert_placements";
+    let Some(dir) = peers::subdir("dnn-partitioning", what) else {
+        return;
+    };
+    let experts = files(&dir.join("human-experts"), &|p| {
+        p.to_string_lossy().ends_with("_expert.json")
+    });
+    assert!(
+        !experts.is_empty(),
+        "no human-experts/*_expert.json under {}",
+        dir.display()
+    );
+    for path in experts {
+        let at = path.display();
+        let name = path
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .replace("_expert.json", ".json");
+        let input = dir.join("throughput-inputs/LayerGraphs").join(&name);
+        let read = |p: &Path| -> Value {
+            serde_json::from_str(
+                &std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{}: {e}", p.display())),
+            )
+            .unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+        };
+        let (expert, graph) = (read(&path), read(&input));
+        import_file(Source::DnnPartitioning, &input, &opts()).unwrap_or_else(|e| panic!("{e}"));
+        let devices: Vec<&Value> = ["cpus", "fpgas"]
+            .iter()
+            .flat_map(|k| {
+                expert[k]
+                    .as_array()
+                    .unwrap_or_else(|| panic!("{at}: no {k}"))
+            })
+            .collect();
+        let mut placed: Vec<u64> = devices
+            .iter()
+            .flat_map(|d| {
+                d["nodes"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|n| n.as_u64().unwrap())
+            })
+            .collect();
+        placed.sort_unstable();
+        let mut ids: Vec<u64> = graph["nodes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|n| n["id"].as_u64().unwrap())
+            .collect();
+        ids.sort_unstable();
+        assert_eq!(
+            placed, ids,
+            "{at}: every node of {name} placed exactly once"
+        );
+        let used = expert["fpgas"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|d| !d["nodes"].as_array().unwrap().is_empty())
+            .count() as u64;
+        assert!(
+            used <= graph["maxFPGAs"].as_u64().unwrap(),
+            "{at}: {used} devices"
+        );
+        eprintln!(
+            "expert placement {at}: {} nodes on {used} devices",
+            ids.len()
+        );
+    }
+}

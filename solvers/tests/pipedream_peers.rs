@@ -33,7 +33,8 @@ use pipeplan_formulations::instance::{Bandwidth, Cluster, Instance};
 use pipeplan_formulations::peers;
 use pipeplan_solvers::harness::run;
 use pipeplan_solvers::madpipe::pipedream::{
-    pd_objective, pipedream_partition, PdConfig, PdProfile, PIPEDREAM_TIME,
+    pd_level_objective, pd_objective, pipedream_partition, PdConfig, PdLevel, PdProfile,
+    PIPEDREAM_TIME,
 };
 use pipeplan_solvers::madpipe::valid_period::valid_period_of_plan;
 use pipeplan_solvers::{registry, SolveError, SolveOptions, Status};
@@ -74,11 +75,10 @@ fn pipedream_cluster(gpus: u32) -> ImportOptions {
 
 fn config(inst: &Instance, machines: usize, replicate: bool) -> PdConfig {
     PdConfig {
-        machines,
         replicate,
         memory_check: true,
         memory: inst.cluster.memory,
-        bandwidth: inst.cluster.bandwidth.intra_node,
+        ..PdConfig::single(machines, inst.cluster.bandwidth.intra_node)
     }
 }
 
@@ -218,6 +218,16 @@ fn test_graphs_partitions() {
 
 /// Every configuration of `n` layers on exactly `machines` machines: (first, last, replicas).
 fn configurations(n: usize, machines: usize, replicate: bool) -> Vec<Vec<(usize, usize, usize)>> {
+    configurations_of(0, n, machines, replicate)
+}
+
+/// Every configuration of layers `first..n` on exactly `machines` machines.
+fn configurations_of(
+    first: usize,
+    n: usize,
+    machines: usize,
+    replicate: bool,
+) -> Vec<Vec<(usize, usize, usize)>> {
     fn rec(
         first: usize,
         n: usize,
@@ -242,7 +252,7 @@ fn configurations(n: usize, machines: usize, replicate: bool) -> Vec<Vec<(usize,
         }
     }
     let mut out = Vec::new();
-    rec(0, n, machines, replicate, &mut Vec::new(), &mut out);
+    rec(first, n, machines, replicate, &mut Vec::new(), &mut out);
     out
 }
 
@@ -274,8 +284,15 @@ proptest! {
         memory_check in any::<bool>(),
         memory in 1e9f64..4e10,
         bandwidth in 1e9f64..1e12,
+        activation_compression_ratio in proptest::option::of(0.5f64..4.0),
     ) {
-        let cfg = PdConfig { machines, replicate, memory_check, memory, bandwidth };
+        let cfg = PdConfig {
+            replicate,
+            memory_check,
+            memory,
+            activation_compression_ratio,
+            ..PdConfig::single(machines, bandwidth)
+        };
         let brute = configurations(p.len(), machines, replicate)
             .into_iter()
             .filter_map(|c| pd_objective(&p, &cfg, &c).map(|v| (v, c)))
@@ -289,6 +306,65 @@ proptest! {
                 prop_assert_eq!(pd_objective(&p, &cfg, &c), Some(part.time));
                 if !replicate {
                     prop_assert_eq!(c.len(), machines);
+                }
+            }
+            (dp, brute) => prop_assert!(false, "DP {:?} vs brute force {:?}", dp, brute),
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
+
+    /// Two levels (`-n a b -b x y`): every range's time at the upper level is the least
+    /// lower-level time of that range on all its machines, found here by enumeration.
+    #[test]
+    fn two_level_dp_equals_brute_force(
+        p in profiles(),
+        inner in 1usize..=3,
+        outer in 1usize..=3,
+        replicate in any::<bool>(),
+        memory_check in any::<bool>(),
+        memory in 1e9f64..4e10,
+        intra in 1e9f64..1e12,
+        inter in 1e8f64..1e10,
+        activation_compression_ratio in proptest::option::of(0.5f64..4.0),
+    ) {
+        let cfg = PdConfig {
+            levels: vec![
+                PdLevel { machines: inner, bandwidth: intra },
+                PdLevel { machines: outer, bandwidth: inter },
+            ],
+            replicate,
+            memory_check,
+            memory,
+            activation_compression_ratio,
+        };
+        let n = p.len();
+        let compute = |i: usize, j: usize| Some(p.compute[i..=j].iter().sum::<f64>());
+        // Least level-1 time of layers i..=j on `inner` machines.
+        let inner_best = |i: usize, j: usize| -> Option<f64> {
+            configurations_of(i, j + 1, inner, replicate)
+                .iter()
+                .filter_map(|c| pd_level_objective(&p, &cfg, 0, &compute, c))
+                .min_by(f64::total_cmp)
+        };
+        let brute = configurations(n, outer, replicate)
+            .iter()
+            .filter_map(|c| pd_level_objective(&p, &cfg, 1, &inner_best, c))
+            .min_by(f64::total_cmp);
+        match (pipedream_partition(&p, &cfg), brute) {
+            (None, None) => {}
+            (Some(part), Some(best)) => {
+                let scale = best.abs().max(1e-12);
+                prop_assert!((part.time - best).abs() <= 1e-9 * scale, "{} vs {}", part.time, best);
+                let mut gpus: Vec<u32> = part.stages.iter().flat_map(|s| s.gpus.clone()).collect();
+                prop_assert_eq!(gpus.len(), inner * outer);
+                gpus.sort();
+                gpus.dedup();
+                prop_assert_eq!(gpus.len(), inner * outer, "every GPU once");
+                for s in &part.stages {
+                    prop_assert_eq!(s.replicas, s.gpus.len());
                 }
             }
             (dp, brute) => prop_assert!(false, "DP {:?} vs brute force {:?}", dp, brute),

@@ -43,3 +43,5 @@ pub fn subdir(sub: &str, what: &str) -> Option<PathBuf> {
 pub fn skip_notice(what: &str, why: &str) {
     let _ = writeln!(std::io::stderr().lock(), "SKIPPED {what}: {why}");
 }
+
+pub mod pipedream_runs;
