@@ -177,10 +177,22 @@ fn time_matches_hand_computation() {
 #[test]
 fn other_time_pipeline_cost_and_transitions() {
     let (_, lt) = tiny();
-    // pp 1, vocab tp 1 on 4 GPUs: embedding gradient 400/4 MB over dp 4 (x 3/4), 3 x forward.
-    let o = other_time(&lt, 4, 1, 1, 4).unwrap();
-    assert_eq!(o.iter().map(|x| x.0).collect::<Vec<_>>(), vec![1, 2, 4]);
-    close(o[0].1[0], 0.001 * (100.0 * 0.01 * 0.75 + 4.0 * 3.0));
+    // pp 1, vocab tp 1 on 4 GPUs, micro-batch 4: forward 4 x 1 ms, backward twice that, the
+    // embedding gradient 400/4 MB over dp 4 (0.01 ms/MB x 3/4) half in the backward, overlapped
+    // at 1.25 (a compute of c next to a message of m takes m + (1.25 c - m) / 1.25).
+    let o = other_time(&lt, 4, 1, 1, 4, false).unwrap();
+    assert_eq!(o.iter().map(|x| x.vtp).collect::<Vec<_>>(), vec![1, 2, 4]);
+    let comm = 100.0 * 0.01 * 0.75;
+    let backward = comm * 0.5 + (8.0 * 1.25 - comm * 0.5) / 1.25;
+    close(o[0].dp[0], 0.001 * (4.0 + backward));
+    close(o[0].pipeline[0], 0.001 * (4.0 + 8.0));
+    // Under embed_sdp the gradient moves half in the forward and whole in the backward.
+    let sdp = other_time(&lt, 4, 1, 1, 4, true).unwrap();
+    let forward = comm * 0.5 + (4.0 * 1.25 - comm * 0.5) / 1.25;
+    close(
+        sdp[0].dp[0],
+        0.001 * (forward + comm + (8.0 * 1.25 - comm) / 1.25),
+    );
     let s = vec![st(1, 1, 4, None, Some(false), false); 8];
     let pc = pipeline_cost(
         &lt,
@@ -190,34 +202,46 @@ fn other_time_pipeline_cost_and_transitions() {
             chunks: &[1, 1],
             bsz: 16,
             min_tp: 1,
-            other_time: &o[0].1,
+            other_time: &o[0].pipeline,
         },
     )
     .unwrap();
     let compute: f64 = (0..8)
         .map(|l| layer_time(&lt, l / 4, &s[l], 16.0, true).unwrap())
         .sum::<f64>()
-        + o[0].1[0];
+        + o[0].pipeline[0];
     let reduce: f64 = (0..8)
         .map(|l| layer_time(&lt, l / 4, &s[l], 16.0, false).unwrap())
         .sum();
     close(pc.iteration, compute + (reduce - compute).max(0.0));
-    // Transitions: tp 1 -> 2 pays (2-1)/2 x mbsz x seq x hidden x 2 B / 2 at the tp coefficient.
+    // Transitions (the engine's inter_layer_cost): tp 1 -> 2 pays (2-1)/2 x mbsz x (2 // min_tp)
+    // x seq x hidden x 2 B at the coefficient of the larger tp group (consecutive: "2_1").
     let a = st(1, 1, 4, None, Some(false), false);
     let b = st(1, 2, 2, Some(true), Some(false), false);
     close(
-        transition(&lt, 0, &a, &b, 4).unwrap(),
-        0.5 * 4.0 * 512.0 * 1024.0 * 2.0 / 2.0 * (1.0 / 125.0) * 1e-7,
+        transition(&lt, 0, &a, &b, 4, 1).unwrap(),
+        0.5 * 4.0 * 2.0 * 512.0 * 1024.0 * 2.0 * (1.0 / 125.0) * 1e-7,
     );
-    assert_eq!(transition(&lt, 0, &b, &a, 4).unwrap(), 0.0);
+    close(
+        transition(&lt, 0, &a, &b, 4, 2).unwrap(),
+        0.5 * 4.0 * 1.0 * 512.0 * 1024.0 * 2.0 * (1.0 / 125.0) * 1e-7,
+    );
+    assert_eq!(transition(&lt, 0, &b, &a, 4, 1).unwrap(), 0.0);
+    // Under sequence parallelism any change of tp pays, at the larger group's coefficient.
+    let mut sp = lt.clone();
+    sp.settings.sequence_parallel = true;
+    close(
+        transition(&sp, 0, &b, &a, 4, 1).unwrap(),
+        transition(&lt, 0, &a, &b, 4, 1).unwrap(),
+    );
     let bf = Strategy {
         fsdp: Some(true),
         ..b
     };
-    assert_eq!(transition(&lt, 0, &b, &bf, 4).unwrap(), 1e-9);
+    assert_eq!(transition(&lt, 0, &b, &bf, 4, 1).unwrap(), 1e-9);
     let mut off = lt.clone();
     off.settings.quirks.transition_biases = false;
-    assert_eq!(transition(&off, 0, &b, &bf, 4).unwrap(), 0.0);
+    assert_eq!(transition(&off, 0, &b, &bf, 4, 1).unwrap(), 0.0);
     assert_eq!(chunk_like_torch(10, 4), vec![3, 3, 3, 1]);
     assert_eq!(chunk_like_torch(4, 3), vec![2, 2]);
 }

@@ -347,22 +347,59 @@ pub fn layer_time(
     Ok(result * coe / layers)
 }
 
-/// The engine's `OtherTimeCostModel(...).gen_result()`: time of the embedding/head per stage
-/// (seconds) by vocabulary-tp degree.
+/// The embedding/head time of one vocabulary-tp degree, per stage (seconds; 0 for the middle
+/// stages).
+#[derive(Debug, Clone, PartialEq)]
+pub struct OtherTime {
+    /// Vocabulary tp degree.
+    pub vtp: u32,
+    /// With its gradient reduction: what the stage DPs add (`gen_result()[0]`).
+    pub dp: Vec<f64>,
+    /// Without the reduction the pipeline cost model adds itself (`gen_result()[1]`).
+    pub pipeline: Vec<f64>,
+}
+
+/// The engine's `OtherTimeCostModel(...).gen_result()` (vsp 0): per vocabulary-tp degree from
+/// `min_tp`, the embedding/head compute of a micro-batch (split between the first and last
+/// stage when pipelined), its tp all-reduce, and its data-parallel gradient reduction (half in
+/// the backward, or half in each pass under `embed_sdp`) overlapped with the compute at the
+/// overlap coefficient.
 pub fn other_time(
     lt: &LayerTypes,
     mbsz: u64,
     pp: u32,
     min_tp: u32,
     max_tp: u32,
-) -> Result<Vec<(u32, Vec<f64>)>, String> {
+    embed_sdp: bool,
+) -> Result<Vec<OtherTime>, String> {
     let set = &lt.settings;
     let world = set.gpu_num();
     let h = &lt.hardware;
-    let hs = lt.types[0].hidden_size;
+    let hs = if set.hidden_size > 0.0 {
+        set.hidden_size
+    } else {
+        lt.types[0].hidden_size
+    };
     let bytes = if set.mixed() { 2.0 } else { 4.0 };
     let miss = |k: String| format!("hardware profile has no allreduce coefficient \"{k}\"");
     let o = &lt.other;
+    let ov = h.overlap_coe;
+    // The engine's get_overlap_time.
+    let overlap = |f_comm: f64, f_comp: f64, b_comm: f64, b_comp: f64, tp: f64| {
+        let (f_comp, b_comp) = (f_comp * ov, b_comp * ov);
+        let f = if f_comp > f_comm {
+            f_comm + (f_comp - f_comm) / ov
+        } else {
+            f_comm
+        };
+        let b = if b_comp > b_comm {
+            b_comm + (b_comp - b_comm) / ov
+        } else {
+            b_comm
+        };
+        f + b + tp
+    };
+    let (fwd_factor, bwd_factor) = if embed_sdp { (0.5, 1.0) } else { (0.0, 0.5) };
     let mut out = Vec::new();
     let mut k = min_tp;
     while k <= max_tp && world / pp >= k {
@@ -387,32 +424,53 @@ pub fn other_time(
                 .ok_or_else(|| miss(format!("{dp}_0")))?
         };
         dp_coe *= (dp as f64 - 1.0) / dp as f64;
-        let fwd = o.forward_ms_per_sample;
         let key =
             |w: &str| format!("other memory profile has no {w} model_states for vocab tp {k}");
-        let mut st = vec![0.0; pp as usize];
-        if pp == 1 {
-            let tp_time = per.iter().sum::<f64>() + per[per.len() - 1];
-            let fct = mbsz as f64 / min_tp as f64 * k as f64 * fwd;
+        let fct = mbsz as f64 / min_tp as f64 * o.forward_ms_per_sample;
+        // (gradient bytes / 4, compute, tp time) of the first and last stage.
+        let ends: Vec<(f64, f64, f64)> = if pp == 1 {
             let size = o.pp_off.model_states_at(k).ok_or_else(|| key("pp_off"))? / 4.0;
-            st[0] = 0.001 * (size * dp_coe + fct * 3.0 + tp_time);
+            let tp_time = per.iter().sum::<f64>() + per[per.len() - 1];
+            vec![(size, fct, tp_time)]
         } else {
-            let fct = mbsz as f64 / min_tp as f64 * k as f64 * fwd / 2.0;
             let first = o
                 .pp_on_first
                 .model_states_at(k)
                 .ok_or_else(|| key("first-stage"))?
                 / 4.0;
-            let last = o
-                .pp_on_last
-                .model_states_at(k)
-                .ok_or_else(|| key("last-stage"))?
-                / 4.0;
-            st[0] = 0.001 * (first * dp_coe + fct * 3.0 + per[0]);
-            let n = st.len() - 1;
-            st[n] = 0.001 * (last * dp_coe + fct * 3.0 + per[per.len() - 1]);
+            // The engine sizes both ends' gradients by the first stage's model states.
+            vec![
+                (first, fct / 2.0, per[0]),
+                (first, fct / 2.0, per[per.len() - 1]),
+            ]
+        };
+        let mut with = vec![0.0; pp as usize];
+        let mut without = vec![0.0; pp as usize];
+        for (e, &(size, fct, tp_time)) in ends.iter().enumerate() {
+            let at = if e == 0 { 0 } else { pp as usize - 1 };
+            let comm = size * dp_coe;
+            with[at] = 0.001
+                * overlap(
+                    comm * fwd_factor,
+                    fct,
+                    comm * bwd_factor,
+                    fct * 2.0,
+                    tp_time,
+                );
+            without[at] = 0.001
+                * overlap(
+                    comm * fwd_factor,
+                    fct,
+                    comm * (bwd_factor - 0.5),
+                    fct * 2.0,
+                    tp_time,
+                );
         }
-        out.push((k, st));
+        out.push(OtherTime {
+            vtp: k,
+            dp: with,
+            pipeline: without,
+        });
         k *= 2;
     }
     Ok(out)
@@ -506,14 +564,41 @@ pub fn pipeline_cost(
     })
 }
 
+/// Megatron's global memory buffer under sequence parallelism (MB, whole), added to the
+/// embedding/head memory of every stage: the gathered activation of one micro-batch at the
+/// largest tp, `mbsz / min_tp x max_tp x hidden x longest sequence x 4 B`, halved (the engine
+/// halves it for any `mixed_precision` value, `fp32` included: it tests the string's truth);
+/// 0 without sequence parallelism or with `global_memory_buffer` off.
+pub fn global_memory_buffer(lt: &LayerTypes, mbsz: u64, min_tp: u32, max_tp: u32) -> f64 {
+    let s = &lt.settings;
+    if !(s.sequence_parallel && s.global_memory_buffer) {
+        return 0.0;
+    }
+    let hidden = if s.hidden_size > 0.0 {
+        s.hidden_size
+    } else {
+        lt.types.iter().map(|t| t.hidden_size).fold(0.0, f64::max)
+    };
+    let seq = lt.types.iter().map(|t| t.seq_len).fold(0.0, f64::max);
+    let mut mb = mbsz as f64 / min_tp as f64 * max_tp as f64 * hidden * seq * 4.0 / MB;
+    if !s.mixed_precision.is_empty() {
+        mb /= 2.0;
+    }
+    mb.trunc()
+}
+
 /// Transition cost R(i -> j) between the strategies of neighbouring layers of type `ty` (the
-/// engine's `inter_layer_cost`, seconds-scaled by its `1e-7`).
+/// engine's `inter_layer_cost`, seconds-scaled by its `1e-7`): the activation of a micro-batch
+/// regathered across the larger tp group when the tp layout changes (a larger tp, the same tp
+/// with the other rank order, world 8 from tp 4 to tp 2 with the other order, or, under
+/// sequence parallelism, any change of tp).
 pub fn transition(
     lt: &LayerTypes,
     ty: usize,
     a: &Strategy,
     b: &Strategy,
     mbsz: u64,
+    min_tp: u32,
 ) -> Result<f64, String> {
     let q = lt.settings.quirks;
     let t = &lt.types[ty];
@@ -525,6 +610,7 @@ pub fn transition(
         let world = a.tp * a.dp;
         case3 = q.transition_case3 && world == 8 && a.tp == 4 && b.tp == 2 && ca != cb;
     }
+    let case4 = lt.settings.sequence_parallel && a.tp != b.tp;
     let sample = t.seq_len
         * t.hidden_size
         * if lt.settings.mixed_precision == "fp32" {
@@ -532,12 +618,25 @@ pub fn transition(
         } else {
             2.0
         };
+    let max_tp = a.tp.max(b.tp);
     let mut cost = 0.0;
-    if case1 || case2 || case3 {
-        cost = (b.tp as f64 - 1.0) / b.tp as f64 * mbsz as f64 * sample / 2.0;
+    if case1 || case2 || case3 || case4 {
+        cost = (max_tp as f64 - 1.0) / max_tp as f64
+            * mbsz as f64
+            * (max_tp / min_tp.max(1)) as f64
+            * sample;
     }
-    // The coefficient of the target strategy's tp group.
-    let (_, coe) = coefficients(lt, b)?;
+    // The coefficient of the larger tp group (the rank order of the strategy that has it).
+    let h = &lt.hardware;
+    let miss = |k: String| format!("hardware profile has no allreduce coefficient \"{k}\"");
+    let coe = if max_tp == 1 || a.dp.min(b.dp) == 1 {
+        h.coe_plain(max_tp)
+            .ok_or_else(|| miss(format!("{max_tp}_1")))?
+    } else {
+        let consec = if b.tp > a.tp { b.consec } else { a.consec };
+        let k = format!("{max_tp}_{}", u8::from(consec == Some(true)));
+        h.coe(&k).ok_or_else(|| miss(k))?
+    };
     cost = cost * coe * 1e-7;
     if q.transition_biases && a != b {
         if a.matches_except(b, true, false) && b.sdp() {

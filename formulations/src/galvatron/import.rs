@@ -18,6 +18,7 @@
 //!   or folders holding `allreduce_bandwidth_<n>nodes_<g>gpus_per_node.json`,
 //!   `p2p_bandwidth_<n>nodes_<g>gpus_per_node.json`, `overlap_coefficient.json`.
 
+use super::fit;
 use super::profile::{Hardware, LayerType, LayerTypes, Other, OtherMemory, EXTENSION};
 use super::settings::Settings;
 use crate::error::InputError;
@@ -147,6 +148,24 @@ fn by_seq<'a>(v: &'a Value, seq: &str) -> &'a Value {
     }
 }
 
+/// The shortest and longest sequence lengths a memory profile entry is keyed by.
+fn seq_range(v: &Value, key: &str, path: &Path) -> Result<(f64, f64), InputError> {
+    let seqs: Vec<f64> = v
+        .as_object()
+        .map(|m| m.keys().filter_map(|k| k.parse::<f64>().ok()).collect())
+        .unwrap_or_default();
+    let min = seqs.iter().copied().fold(f64::INFINITY, f64::min);
+    let max = seqs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    if seqs.is_empty() {
+        return Err(field(
+            key,
+            "memory_profile_mode=sequence needs entries keyed by sequence length",
+        )
+        .in_file(path));
+    }
+    Ok((min, max))
+}
+
 fn tp_map(v: &Value, path: &Path, key: &str) -> Result<BTreeMap<String, f64>, InputError> {
     match v {
         Value::Object(m) => m
@@ -216,13 +235,15 @@ fn flatten(config: &Map<String, Value>) -> Result<Map<String, Value>, InputError
     Ok(flat)
 }
 
-/// Engine arguments that change the engine's numbers in ways pipeplan does not emulate yet, with
-/// the value pipeplan's model assumes. A config that sets one of them to another value imports
-/// (the static profile values are read instead), and [`not_emulated`] names it: the engine's plan
-/// and throughput may then differ (`docs/galvatron.md`, "Golden replays").
-const NOT_EMULATED: [(&str, &str); 2] = [
-    ("time_profile_mode", "static"),
-    ("memory_profile_mode", "static"),
+/// Engine arguments pipeplan emulates, with the values it emulates (the engine's default
+/// first). A config that sets one of them to another value imports (the static profile values
+/// are read instead), and [`not_emulated`] names it: the engine's plan and throughput may then
+/// differ (`docs/galvatron.md`, "Golden replays").
+const EMULATED: [(&str, &[&str]); 4] = [
+    ("time_profile_mode", &["static", "sequence"]),
+    ("memory_profile_mode", &["static", "sequence"]),
+    ("sp_space", &["tp"]),
+    ("fine_grained_mode", &["1", "true"]),
 ];
 
 /// The engine arguments of a config (either form) whose values pipeplan does not emulate, as
@@ -233,14 +254,70 @@ pub fn not_emulated(doc: &Value) -> Result<Vec<String>, InputError> {
         .and_then(Value::as_object)
         .ok_or_else(|| field("config", "missing: the file must hold a `config` object"))?;
     let flat = flatten(config)?;
-    Ok(NOT_EMULATED
+    Ok(EMULATED
         .iter()
         .filter_map(|(key, modelled)| {
             let v = flat.get(*key)?;
             let v = v.as_str().map_or_else(|| v.to_string(), str::to_string);
-            (v != *modelled).then(|| format!("{key}={v}"))
+            (!modelled.contains(&v.as_str())).then(|| format!("{key}={v}"))
         })
         .collect())
+}
+
+/// A profile mode argument, `static` when absent or not emulated.
+fn mode(config: &Map<String, Value>, key: &str) -> &'static str {
+    match config.get(key).and_then(Value::as_str) {
+        Some("sequence") => "sequence",
+        _ => "static",
+    }
+}
+
+/// `(sequence length, time)` of the batch-1 entries `<prefix>..._bsz1_seq<n>` of a computation
+/// profile, in file order.
+fn batch1_points(
+    time: &[(String, Value)],
+    prefix: &str,
+    path: &Path,
+) -> Result<(Vec<f64>, Vec<f64>), InputError> {
+    let mut x = Vec::new();
+    let mut y = Vec::new();
+    for (k, v) in time {
+        if k.starts_with(prefix) && k.contains("_bsz1_") {
+            let seq = k
+                .rsplit("seq")
+                .next()
+                .and_then(|t| t.parse::<f64>().ok())
+                .ok_or_else(|| field(k, "expected a key ending in seq<length>").in_file(path))?;
+            x.push(seq);
+            y.push(num(v, path, k)?);
+        }
+    }
+    Ok((x, y))
+}
+
+/// The engine's `sequence` time mode: the batch-1 times of `prefix` fitted by a polynomial of
+/// `degree` in the sequence length, at `seq`.
+fn fitted_time(
+    time: &[(String, Value)],
+    prefix: &str,
+    degree: usize,
+    seq: f64,
+    path: &Path,
+) -> Result<f64, InputError> {
+    let (x, y) = batch1_points(time, prefix, path)?;
+    let c = fit::polyfit(&x, &y, degree).ok_or_else(|| {
+        field(
+            format!("{prefix}*_bsz1_seq*"),
+            format!(
+                "time_profile_mode=sequence fits a degree-{degree} polynomial: needs {} \
+                 distinct sequence lengths, found {}",
+                degree + 1,
+                x.len()
+            ),
+        )
+        .in_file(path)
+    })?;
+    Ok(fit::polyval(&c, seq))
 }
 
 /// Reads the profiles the `config` names and builds the instance. `config` is either the flat
@@ -257,8 +334,9 @@ pub fn import(doc: &Value, root: &Path) -> Result<Instance, InputError> {
     let unmodelled = not_emulated(doc)?;
     if !unmodelled.is_empty() {
         notes.push(format!(
-            "engine arguments not emulated (static profile values used instead, so the engine's \
-             plan and throughput may differ): {}",
+            "engine arguments not emulated (modelled as the engine's defaults: static profile \
+             values, tp-only sequence parallelism, the fine-grained DP; the engine's plan and \
+             throughput may differ): {}",
             unmodelled.join(", ")
         ));
     }
@@ -333,6 +411,16 @@ pub fn import(doc: &Value, root: &Path) -> Result<Instance, InputError> {
     } else {
         ""
     };
+    let time_sequence = mode(config, "time_profile_mode") == "sequence";
+    let memory_sequence = mode(config, "memory_profile_mode") == "sequence";
+    if memory_sequence && !(settings.sequence_parallel && cfgs.len() == 1) {
+        return Err(field(
+            "config.memory_profile_mode",
+            "sequence needs sequence_parallel and a single layer type (as the engine asserts)",
+        ));
+    }
+    // Longest profiled sequence of each type (memory `sequence` mode), else its own length.
+    let mut max_seqs: Vec<f64> = Vec::new();
 
     let mut types = Vec::new();
     for (i, &(hidden, layers, seq)) in cfgs.iter().enumerate() {
@@ -345,8 +433,15 @@ pub fn import(doc: &Value, root: &Path) -> Result<Instance, InputError> {
             )
             .in_file(&mem_path)
         })?;
-        let m = by_seq(m, &seq_key);
-        let param = m.get("parameter_size").ok_or_else(|| {
+        // Memory `sequence` mode: parameters of the shortest profiled sequence, activations of
+        // the longest scaled linearly to this type's length.
+        let (param_at, act_at, act_scale) = if memory_sequence {
+            let (min, max) = seq_range(m, &key, &mem_path)?;
+            (min.to_string(), max.to_string(), (max, seq))
+        } else {
+            (seq_key.clone(), seq_key.clone(), (1.0, 1.0))
+        };
+        let param = by_seq(m, &param_at).get("parameter_size").ok_or_else(|| {
             field(
                 format!("{key}.parameter_size"),
                 format!("missing (layer type {i})"),
@@ -354,14 +449,21 @@ pub fn import(doc: &Value, root: &Path) -> Result<Instance, InputError> {
             .in_file(&mem_path)
         })?;
         let param = num(param, &mem_path, &format!("{key}.parameter_size"))?;
-        let act = m.get("tp_activation_per_bsz_dict").ok_or_else(|| {
-            field(
-                format!("{key}.tp_activation_per_bsz_dict"),
-                format!("missing (layer type {i})"),
-            )
-            .in_file(&mem_path)
-        })?;
-        let act = tp_map(act, &mem_path, &format!("{key}.tp_activation_per_bsz_dict"))?;
+        let act = by_seq(m, &act_at)
+            .get("tp_activation_per_bsz_dict")
+            .ok_or_else(|| {
+                field(
+                    format!("{key}.tp_activation_per_bsz_dict"),
+                    format!("missing (layer type {i})"),
+                )
+                .in_file(&mem_path)
+            })?;
+        let act: BTreeMap<String, f64> =
+            tp_map(act, &mem_path, &format!("{key}.tp_activation_per_bsz_dict"))?
+                .into_iter()
+                .map(|(k, v)| (k, v / act_scale.0 * act_scale.1))
+                .collect();
+        max_seqs.push(act_scale.0);
         // The engine's static mode collects, for each type in turn, every key starting with
         // `layertype_{i}_` in file order, and uses entry i of that list (quirk: with several
         // keys per type, e.g. one per sequence length, entry i is not necessarily type i's).
@@ -385,7 +487,11 @@ pub fn import(doc: &Value, root: &Path) -> Result<Instance, InputError> {
                 )
                 .in_file(&time_path)
             })?;
-        let fwd = num(fwd.1, &time_path, fwd.0)?;
+        let fwd = if time_sequence {
+            fitted_time(&time, &format!("layertype_{i}_"), 2, seq, &time_path)?
+        } else {
+            num(fwd.1, &time_path, fwd.0)?
+        };
         types.push(LayerType {
             name: format!("layertype_{i}"),
             layers,
@@ -411,10 +517,22 @@ pub fn import(doc: &Value, root: &Path) -> Result<Instance, InputError> {
             .in_file(&mem_path));
         };
         // Profiles key several sequence lengths as `a_b_c` or, as the engine's profiler writes
-        // them for several layer types, `[a,b,c]`.
-        let v = match v.get(format!("[{}]", seq_info.replace('_', ","))) {
-            Some(inner) => inner,
-            None => by_seq(v, &seq_info),
+        // them for several layer types, `[a,b,c]`. Memory `sequence` mode: the longest
+        // profiled sequence of the first type (pp off, first stage) or the last (last stage),
+        // its activation scaled linearly to that type's length.
+        let (v, rescale) = if memory_sequence {
+            let t = if name.ends_with("_last") {
+                cfgs.len() - 1
+            } else {
+                0
+            };
+            let at = max_seqs[t];
+            (by_seq(v, &format!("{}", at as u64)), Some((at, cfgs[t].2)))
+        } else {
+            match v.get(format!("[{}]", seq_info.replace('_', ","))) {
+                Some(inner) => (inner, None),
+                None => (by_seq(v, &seq_info), None),
+            }
         };
         let get = |w: &str| {
             v.get(w)
@@ -423,19 +541,30 @@ pub fn import(doc: &Value, root: &Path) -> Result<Instance, InputError> {
         };
         Ok(OtherMemory {
             model_states: get("model_states")?,
-            activation: get("activation")?,
+            activation: match rescale {
+                Some((max, seq)) => get("activation")?
+                    .into_iter()
+                    .map(|(k, a)| (k, a / max * seq))
+                    .collect(),
+                None => get("activation")?,
+            },
         })
     };
     // The engine's list of other-layer times holds, per type, every `layertype_other_*` key;
     // it uses entry 0, i.e. the first such key in file order.
-    let other_fwd = match time.iter().find(|(k, _)| k.starts_with("layertype_other_")) {
-        Some((k, v)) => num(v, &time_path, k)?,
-        None => {
-            notes.push(
-                "computation profile has no layertype_other_* key: embedding/head time 0"
-                    .to_string(),
-            );
-            0.0
+    let other_fwd = if time_sequence {
+        // Entry 0 of the engine's per-type list: the fit at the first type's length.
+        fitted_time(&time, "layertype_other_", 1, cfgs[0].2, &time_path)?
+    } else {
+        match time.iter().find(|(k, _)| k.starts_with("layertype_other_")) {
+            Some((k, v)) => num(v, &time_path, k)?,
+            None => {
+                notes.push(
+                    "computation profile has no layertype_other_* key: embedding/head time 0"
+                        .to_string(),
+                );
+                0.0
+            }
         }
     };
     let other = Other {

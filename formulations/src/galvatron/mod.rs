@@ -7,12 +7,14 @@
 //! - [`import`](mod@import): Galvatron's profile and hardware JSON files into an instance;
 //! - [`settings`]: the engine's search arguments and its quirks' switches;
 //! - [`strategy`]: the decision tree of per-layer strategies;
-//! - [`cost`]: the engine's memory, time, transition and pipeline cost models.
+//! - [`cost`]: the engine's memory, time, transition and pipeline cost models;
+//! - [`fit`]: the curve fits of its `sequence` profile modes.
 //!
 //! Formulas, quirks and the import interface: `docs/galvatron.md`.
 
 pub mod cost;
 pub mod derive;
+pub mod fit;
 pub mod import;
 pub mod profile;
 pub mod settings;

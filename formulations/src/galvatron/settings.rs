@@ -64,6 +64,11 @@ pub struct Settings {
     pub search_space: String,
     /// Activations of checkpointed layers divided by tp (Megatron sequence parallelism).
     pub sequence_parallel: bool,
+    /// Megatron's global memory buffer, reserved under sequence parallelism (the engine's
+    /// default; `--no_global_memory_buffer` turns it off).
+    pub global_memory_buffer: bool,
+    /// The engine's `hidden_size` argument (0: the largest layer type's), sizing that buffer.
+    pub hidden_size: f64,
     /// Multiplier on every layer time.
     pub costmodel_coe: f64,
     /// Gradients reduced asynchronously (changes the ZeRO ratios when chunks > 1).
@@ -100,6 +105,8 @@ impl Default for Settings {
             max_pp_deg: 8,
             search_space: "full".into(),
             sequence_parallel: false,
+            global_memory_buffer: true,
+            hidden_size: 0.0,
             costmodel_coe: 1.0,
             async_grad_reduce: true,
             memory_unit_mb: 1.0,

@@ -1,13 +1,13 @@
 //! The engine's outer search (`parallelism_optimization` / `DpOnModel.fit`): over batch sizes,
-//! micro-batch counts, the smallest tp degree, embedding ZeRO-3 and pipeline degrees, one
-//! memory-budget DP per pipeline stage, the vocabulary-tp choice by the pipeline cost model.
-//! Independent (batch, chunk, min_tp, embed_sdp) tasks run in parallel with rayon; the winner is
+//! micro-batch counts, the smallest and largest tp degrees, embedding ZeRO-3 and pipeline
+//! degrees, one memory-budget DP per pipeline stage, the vocabulary-tp choice by the pipeline
+//! cost model. Independent (batch, chunk, min_tp, max_tp, embed_sdp) tasks run in parallel with rayon; the winner is
 //! chosen in the engine's iteration order, so results do not depend on the thread count.
 
-use super::dp::StageDp;
+use super::dp::{Assignment, StageDp};
 use pipeplan_formulations::galvatron::cost::{
     self, layer_memory, layer_time, optimal_chunk, other_time, pipeline_cost, transition,
-    MemoryCall, PipelineCall,
+    MemoryCall, OtherTime, PipelineCall,
 };
 use pipeplan_formulations::galvatron::{strategy, LayerTypes, PipelineType, Strategy};
 use rayon::prelude::*;
@@ -143,6 +143,13 @@ impl<'a> Engine<'a> {
         if s.disable_vtp {
             min_tps = vec![1];
         }
+        // With the global memory buffer (the engine's default) the largest tp degree is searched
+        // too, over the same degrees; without it, it is fixed at max_tp_deg.
+        let max_tps = if s.global_memory_buffer {
+            min_tps.clone()
+        } else {
+            vec![s.max_tp_deg]
+        };
         let embeds: &[bool] = if s.disable_sdp {
             &[false]
         } else {
@@ -161,17 +168,19 @@ impl<'a> Engine<'a> {
                     continue;
                 }
                 for &min_tp in &min_tps {
-                    if min_tp > s.max_tp_deg {
-                        continue;
-                    }
-                    for &embed_sdp in embeds {
-                        out.push(Task {
-                            bsz,
-                            chunk,
-                            min_tp,
-                            max_tp: s.max_tp_deg,
-                            embed_sdp,
-                        });
+                    for &max_tp in &max_tps {
+                        if min_tp > max_tp {
+                            continue;
+                        }
+                        for &embed_sdp in embeds {
+                            out.push(Task {
+                                bsz,
+                                chunk,
+                                min_tp,
+                                max_tp,
+                                embed_sdp,
+                            });
+                        }
                     }
                 }
             }
@@ -330,6 +339,73 @@ impl<'a> Engine<'a> {
         out
     }
 
+    /// The DP input of stage `stage` holding layers `start..start + n`.
+    fn stage_dp(&self, pd: &PpData, start: usize, n: usize, stage: usize) -> StageDp {
+        let mem_rows = &pd.mem[if pd.per_stage_mem { stage } else { 0 }];
+        StageDp {
+            mem: mem_rows[start..start + n].to_vec(),
+            intra: pd.intra[start..start + n].to_vec(),
+            inter: (start..start + n)
+                .map(|l| {
+                    if l == 0 {
+                        pd.zero_inter.clone()
+                    } else {
+                        pd.inter[self.types[l]].clone()
+                    }
+                })
+                .collect(),
+        }
+    }
+
+    /// One stage DP as the engine's DP core receives and answers it, for replays against its
+    /// recorded calls: the task `t` at pipeline degree `pp` with layers per stage `partition`;
+    /// `None` when the task has no strategy at that degree.
+    pub fn stage_call(
+        &self,
+        t: &Task,
+        pp: u32,
+        partition: &[usize],
+        stage: usize,
+    ) -> Result<Option<StageCall>, String> {
+        let (st, mbsz) = self.task_space(t);
+        let Some(&m) = mbsz.get(&pp) else {
+            return Ok(None);
+        };
+        let pd = self.pp_data(t, pp, &st, m)?;
+        let start: usize = partition[..stage].iter().sum();
+        let dp = self.stage_dp(&pd, start, partition[stage], stage);
+        let table = dp.solve(self.budget_units);
+        let unit = self.lt.settings.memory_unit_mb;
+        let answers = pd
+            .other_mem
+            .iter()
+            .map(|(k, other)| {
+                let time = pd
+                    .other_time
+                    .iter()
+                    .find(|o| o.vtp == *k)
+                    .map_or(0.0, |o| o.dp[stage]);
+                let got = self
+                    .budget_units
+                    .checked_sub(units(other[stage], unit))
+                    .and_then(|b| table.best(b))
+                    .map(|a| Assignment {
+                        cost: a.cost + time,
+                        ..a
+                    });
+                (*k, got)
+            })
+            .collect();
+        Ok(Some(StageCall {
+            strategies: pd.set.clone(),
+            budget_units: self.budget_units,
+            other_mem: pd.other_mem.iter().map(|(k, v)| (*k, v[stage])).collect(),
+            other_time: pd.other_time.iter().map(|o| (o.vtp, o.dp[stage])).collect(),
+            dp,
+            answers,
+        }))
+    }
+
     /// Runs the stage DPs and the pipeline cost of one partition (the engine's
     /// `_build_dp_and_run_multi_layer_type` after the division).
     fn run_partition(
@@ -346,20 +422,7 @@ impl<'a> Engine<'a> {
         for (i, &n) in partition.iter().enumerate() {
             let key = (i, start, n);
             if let std::collections::hash_map::Entry::Vacant(slot) = cache.entry(key) {
-                let mem_rows = &pd.mem[if pd.per_stage_mem { i } else { 0 }];
-                let dp = StageDp {
-                    mem: mem_rows[start..start + n].to_vec(),
-                    intra: pd.intra[start..start + n].to_vec(),
-                    inter: (start..start + n)
-                        .map(|l| {
-                            if l == 0 {
-                                pd.zero_inter.clone()
-                            } else {
-                                pd.inter[self.types[l]].clone()
-                            }
-                        })
-                        .collect(),
-                };
+                let dp = self.stage_dp(pd, start, n, i);
                 counters.dp_calls += 1;
                 let table = dp.solve(self.budget_units);
                 let mut per_k = Vec::new();
@@ -377,7 +440,12 @@ impl<'a> Engine<'a> {
             start += n;
         }
         let mut best: Option<PpResult> = None;
-        for (k, times) in &pd.other_time {
+        for OtherTime {
+            vtp: k,
+            pipeline: times,
+            ..
+        } in &pd.other_time
+        {
             let mut all = Vec::new();
             let mut mem = Vec::new();
             let mut ok = true;
@@ -446,7 +514,7 @@ impl<'a> Engine<'a> {
             .iter()
             .map(|&ty| type_intra[ty].clone())
             .collect();
-        let other_time = other_time(lt, mbsz, pp, t.min_tp, t.max_tp)?;
+        let other_time = other_time(lt, mbsz, pp, t.min_tp, t.max_tp, t.embed_sdp)?;
         let unit = lt.settings.memory_unit_mb;
         let per_stage_mem = lt.settings.pipeline_type == PipelineType::PipedreamFlush;
         let stages = if per_stage_mem { pp as usize } else { 1 };
@@ -461,10 +529,16 @@ impl<'a> Engine<'a> {
                     .map(|s| layer_memory(lt, ty, s, &call))
                     .collect::<Result<_, _>>()?;
                 if stage == 0 && ty == 0 {
+                    let buffer = cost::global_memory_buffer(lt, mbsz, t.min_tp, t.max_tp);
                     other_mem = row[0]
                         .other
                         .iter()
-                        .map(|(k, v)| (*k, v.iter().map(|x| x.ceil()).collect::<Vec<f64>>()))
+                        .map(|(k, v)| {
+                            (
+                                *k,
+                                v.iter().map(|x| x.ceil() + buffer).collect::<Vec<f64>>(),
+                            )
+                        })
                         .collect();
                 }
                 type_rows.push(
@@ -485,16 +559,16 @@ impl<'a> Engine<'a> {
                 set.iter()
                     .map(|a| {
                         set.iter()
-                            .map(|b| transition(lt, ty, a, b, mbsz))
+                            .map(|b| transition(lt, ty, a, b, mbsz, t.min_tp))
                             .collect::<Result<Vec<_>, _>>()
                     })
                     .collect::<Result<Vec<_>, _>>()
             })
             .collect::<Result<_, _>>()?;
         // Vocabulary-tp variants known to both the memory and the time model.
-        let other_time: Vec<(u32, Vec<f64>)> = other_time
+        let other_time: Vec<OtherTime> = other_time
             .into_iter()
-            .filter(|(k, _)| other_mem.iter().any(|(m, _)| m == k))
+            .filter(|o| other_mem.iter().any(|(m, _)| *m == o.vtp))
             .collect();
         let n = set.len();
         Ok(PpData {
@@ -612,6 +686,24 @@ impl<'a> Engine<'a> {
     }
 }
 
+/// One stage DP call (see [`Engine::stage_call`]).
+#[derive(Debug, Clone)]
+pub struct StageCall {
+    /// The strategies of the pipeline degree, in the DP's column order.
+    pub strategies: Vec<Strategy>,
+    /// Memory units, layer costs and transitions of the stage's layers.
+    pub dp: StageDp,
+    /// The budget (memory units).
+    pub budget_units: usize,
+    /// Embedding/head memory per vocabulary-tp degree (MB, whole).
+    pub other_mem: Vec<(u32, f64)>,
+    /// Embedding/head time per vocabulary-tp degree (s).
+    pub other_time: Vec<(u32, f64)>,
+    /// Per vocabulary-tp degree: total cost (layers, transitions and embedding/head time),
+    /// strategy index per layer and unused units; `None` when nothing fits.
+    pub answers: Vec<(u32, Option<Assignment>)>,
+}
+
 /// Per-(task, pp) precomputed costs.
 pub(crate) struct PpData {
     pub(crate) pp: u32,
@@ -625,7 +717,7 @@ pub(crate) struct PpData {
     pub(crate) mem: Vec<Vec<Vec<usize>>>,
     pub(crate) per_stage_mem: bool,
     pub(crate) other_mem: Vec<(u32, Vec<f64>)>,
-    pub(crate) other_time: Vec<(u32, Vec<f64>)>,
+    pub(crate) other_time: Vec<OtherTime>,
 }
 
 /// A stage's strategy indices and unused memory units.
