@@ -1,15 +1,14 @@
 //! Galvatron searches (`galvatron-base`, `galvatron-bmw`):
 //!
-//! - `galvatron-golden/<file>`: the engine's search on every golden config of
-//!   `$PIPEPLAN_PEERS/galvatron/golden/*.json`, with the search time the golden file records
-//!   (`search_time_s`, assumed field) and the ratio printed before measuring (DESIGN.md §9 target:
-//!   >= 50x faster, same plan);
-//! - `galvatron-configs/<file>`: import configs `$PIPEPLAN_PEERS/galvatron/configs/search_*.json`
-//!   (e.g. built from the public Hetu-Galvatron profiles);
-//! - `galvatron-shipped/*`: shipped instances (derived `layer_types`), so the bench always
-//!   measures something.
+//! - `galvatron-golden/<file>`: `galvatron-base` on every recording of the real engine,
+//!   `$PIPEPLAN_PEERS/galvatron/golden/*.json`, imported from its own `config` (profiles in
+//!   `galvatron/v2.x_14f5972`); printed before measuring: our time, the engine's recorded
+//!   `result.timing.search_wall_s` (a 2-vCPU machine like ours), their ratio (target >= 50x) and
+//!   whether the plan's throughput is the engine's (relative 1e-6);
+//! - `galvatron-shipped/*`: shipped instances (derived `layer_types`), `galvatron-base` and
+//!   `galvatron-bmw`.
 //!
-//! Peer folders that are absent are skipped with a visible notice.
+//! Without the peers folder the golden group prints a SKIPPED line.
 //! Run with `cargo bench --bench galvatron`. Measured figures: BENCHMARKS.md (Galvatron section).
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
@@ -79,38 +78,42 @@ fn bench_instances(c: &mut Criterion, group: &str, items: Vec<(String, Instance,
     g.finish();
 }
 
-fn peer_configs(c: &mut Criterion) {
-    for (sub, prefix, group) in [
-        ("galvatron/golden", "", "galvatron-golden"),
-        ("galvatron/configs", "search_", "galvatron-configs"),
-    ] {
-        let Some(dir) = peers::subdir(sub, &format!("bench {group}")) else {
-            continue;
-        };
-        let root = dir.parent().unwrap().to_path_buf();
-        let mut items = Vec::new();
-        for f in json_files(&dir, prefix) {
-            let doc: serde_json::Value = match std::fs::read_to_string(&f)
-                .ok()
-                .and_then(|t| serde_json::from_str(&t).ok())
-            {
-                Some(d) => d,
-                None => continue,
-            };
-            match import(&doc, &root) {
-                Ok(inst) => {
-                    let recorded = doc.get("search_time_s").and_then(serde_json::Value::as_f64);
-                    items.push((
-                        f.file_stem().unwrap().to_string_lossy().into_owned(),
-                        inst,
-                        recorded,
-                    ));
-                }
-                Err(e) => eprintln!("{}: {e}", f.display()),
-            }
-        }
-        bench_instances(c, group, items);
+fn goldens(c: &mut Criterion) {
+    let Some(dir) = peers::subdir("galvatron/golden", "bench galvatron-golden") else {
+        return;
+    };
+    let root = dir.parent().unwrap().join("v2.x_14f5972");
+    let algo = registry::by_name("galvatron-base").unwrap();
+    let mut g = c.benchmark_group("galvatron-golden");
+    g.sample_size(10)
+        .measurement_time(Duration::from_secs(5))
+        .warm_up_time(Duration::from_secs(1));
+    for f in json_files(&dir, "") {
+        let name = f.file_stem().unwrap().to_string_lossy().into_owned();
+        let doc: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&f).unwrap())
+            .unwrap_or_else(|e| panic!("{}: {e}", f.display()));
+        let inst = import(&doc, &root).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let result = &doc["result"];
+        let recorded = result["timing"]["search_wall_s"].as_f64();
+        let t = Instant::now();
+        let sol = algo
+            .solve(&inst, &opts())
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        let ours = t.elapsed().as_secs_f64();
+        let want = result["throughput_samples_per_s"]
+            .as_f64()
+            .unwrap_or(f64::NAN);
+        let got = sol.claimed.throughput.unwrap_or(f64::NAN);
+        eprintln!(
+            "galvatron-golden/{name}: ours {ours:.4} s, engine {}, same throughput: {}",
+            recorded.map_or("-".into(), |r| format!("{r:.2} s, ratio {:.0}x", r / ours)),
+            (got - want).abs() <= 1e-6 * want
+        );
+        g.bench_function(&name, |b| {
+            b.iter(|| black_box(algo.solve(&inst, &opts()).ok()))
+        });
     }
+    g.finish();
 }
 
 fn shipped(c: &mut Criterion) {
@@ -128,5 +131,5 @@ fn shipped(c: &mut Criterion) {
     bench_instances(c, "galvatron-shipped", items);
 }
 
-criterion_group!(benches, shipped, peer_configs);
+criterion_group!(benches, goldens, shipped);
 criterion_main!(benches);

@@ -44,6 +44,37 @@ fn dp_case() -> impl Strategy<Value = (StageDp, usize)> {
     })
 }
 
+/// Cases rich in ties: costs on a coarse grid, zero-memory strategies, zero transitions.
+fn tie_case() -> impl Strategy<Value = (StageDp, usize)> {
+    (1usize..=6, 1usize..=5).prop_flat_map(|(l, s)| {
+        let cost = (0u8..6).prop_map(|k| k as f64 * 0.25);
+        (
+            proptest::collection::vec(proptest::collection::vec(0usize..5, s), l),
+            proptest::collection::vec(proptest::collection::vec(cost.clone(), s), l),
+            proptest::collection::vec(
+                proptest::collection::vec(proptest::collection::vec(cost, s), s),
+                l,
+            ),
+            0usize..30,
+        )
+            .prop_map(|(mem, intra, inter, budget)| (StageDp { mem, intra, inter }, budget))
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(500))]
+    /// The step table answers exactly as the engine's dense table: the same cost, strategies
+    /// and unused memory at every budget, ties included.
+    #[test]
+    fn steps_equal_the_dense_table((dp, budget) in prop_oneof![dp_case(), tie_case()]) {
+        let steps = dp.solve(budget);
+        let dense = dp.solve_dense(budget);
+        for b in 0..=budget + 2 {
+            prop_assert_eq!(steps.best(b), dense.best(b), "budget {}", b);
+        }
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(300))]
     #[test]

@@ -9,9 +9,9 @@
 //! 3. every stage memory is at most the largest stage memory of the time-balanced partition p_t
 //!    (when p_t is infeasible, its stage memory is the budget, so the limit is limit 2).
 
-use super::search::{Counters, Engine, PpData, PpResult, StageAnswer, Task};
+use super::search::{Counters, Engine, PpData, PpResult, Tables, Task};
 use pipeplan_formulations::galvatron::Strategy;
-use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::collections::{BTreeSet, VecDeque};
 
 /// Runs the adjustment for one (task, pp); `None` when no partition fits.
 #[allow(clippy::too_many_arguments)]
@@ -24,7 +24,7 @@ pub(crate) fn adjust(
     st: &[Strategy],
     max_partitions: usize,
     counters: &mut Counters,
-    cache: &mut HashMap<(usize, usize, usize), StageAnswer>,
+    cache: &mut Tables,
 ) -> Result<Option<PpResult>, String> {
     let start = match engine.memory_balanced(pp, t, mbsz, st)? {
         Some(p) => p,

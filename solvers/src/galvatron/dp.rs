@@ -3,8 +3,13 @@
 //! memory units.
 //!
 //! `f[v][s]` = least cost of the layers so far with total memory at most `v`, the last layer
-//! using strategy `s`. One table serves every budget up to its size, so a sweep over budgets (the
-//! vocabulary-tp variants, the forward-budget sweep) reads rows of one table.
+//! using strategy `s`: for each `s` a non-increasing step function of `v`. The engine fills it
+//! densely, one entry per memory unit (`dense`); [`StageDp::solve`] keeps only its steps, the
+//! Pareto frontier of (memory, cost) with the engine's first-index tie-breaks, and computes each
+//! step's value with the same additions in the same order, so values, back-pointers and answers
+//! are identical (property-tested against the dense table), with work proportional to the
+//! number of steps instead of the budget. One table serves every budget up to its size, so a
+//! sweep over budgets (the vocabulary-tp variants, the forward-budget sweep) reads one table.
 
 /// The DP's input for one pipeline stage.
 #[derive(Debug, Clone)]
@@ -17,9 +22,9 @@ pub struct StageDp {
     pub inter: Vec<Vec<Vec<f64>>>,
 }
 
-/// A filled DP table.
+/// A filled dense DP table (the engine's layout).
 #[derive(Debug, Clone)]
-pub struct Table {
+pub struct DenseTable {
     strategies: usize,
     budget: usize,
     /// `f[v * S + s]` after the last layer.
@@ -43,9 +48,9 @@ pub struct Assignment {
 const NONE: u16 = u16::MAX;
 
 impl StageDp {
-    /// Fills the table for budgets `0..=budget`; any larger budget may be queried too. Ties keep
-    /// the first strategy (the engine's `argmin`).
-    pub fn solve(&self, budget: usize) -> Table {
+    /// Fills the dense table for budgets `0..=budget`; any larger budget may be queried too.
+    /// Ties keep the first strategy (the engine's `argmin`). The reference for [`StageDp::solve`].
+    pub fn solve_dense(&self, budget: usize) -> DenseTable {
         let layers = self.mem.len();
         let ns = self.mem.first().map_or(0, Vec::len);
         assert!(ns < NONE as usize, "too many strategies");
@@ -60,10 +65,6 @@ impl StageDp {
         let width = budget + 1;
         let mut f = vec![0.0f64; width * ns];
         let mut mark = vec![NONE; layers * width * ns];
-        // Row minima of the previous layer's table: with non-negative transition costs, when
-        // the first minimizing predecessor has a zero transition into `s`, it is the answer
-        // (the full scan would return the same value and index).
-        let mut row_min = vec![(0.0f64, 0usize); width];
         let mut prev = f.clone();
         for l in 0..layers {
             // Read the previous layer's table (the engine's Python fallback updates in place,
@@ -71,17 +72,6 @@ impl StageDp {
             prev.copy_from_slice(&f);
             let f_prev = &prev;
             let (mem, intra, inter) = (&self.mem[l], &self.intra[l], &self.inter[l]);
-            let nonneg = inter.iter().all(|r| r.iter().all(|&c| c >= 0.0));
-            for (v, rm) in row_min.iter_mut().enumerate() {
-                let row = &f_prev[v * ns..(v + 1) * ns];
-                let mut a = 0;
-                for (i, &x) in row.iter().enumerate() {
-                    if x < row[a] {
-                        a = i;
-                    }
-                }
-                *rm = (row[a], a);
-            }
             for v in (0..width).rev() {
                 for s in 0..ns {
                     let m = &mut mark[(l * width + v) * ns + s];
@@ -91,14 +81,6 @@ impl StageDp {
                         continue;
                     }
                     let base = (v - mem[s]) * ns;
-                    if nonneg {
-                        let (val, a) = row_min[v - mem[s]];
-                        if inter[a][s] == 0.0 {
-                            *m = a as u16;
-                            f[v * ns + s] = (val + 0.0) + intra[s];
-                            continue;
-                        }
-                    }
                     let mut best = f64::INFINITY;
                     let mut arg = 0usize;
                     for (si, row) in inter.iter().enumerate() {
@@ -113,7 +95,7 @@ impl StageDp {
                 }
             }
         }
-        Table {
+        DenseTable {
             strategies: ns,
             budget,
             f,
@@ -123,7 +105,7 @@ impl StageDp {
     }
 }
 
-impl Table {
+impl DenseTable {
     /// The best assignment within `budget` units (`None` when nothing fits).
     pub fn best(&self, budget: usize) -> Option<Assignment> {
         let ns = self.strategies;
@@ -159,6 +141,168 @@ impl Table {
             strategies: out,
             remaining: v - self.mem[0][s] + slack,
         })
+    }
+}
+
+/// One step of `f[.][s]` of a layer: from memory `start` on (until the next step), the cost
+/// `value`, reached from the previous layer's strategy `arg`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Step {
+    start: usize,
+    value: f64,
+    arg: u16,
+}
+
+/// A filled DP table: per layer and strategy the steps of `f[.][s]`, by increasing start.
+#[derive(Debug, Clone)]
+pub struct Table {
+    strategies: usize,
+    budget: usize,
+    steps: Vec<Vec<Vec<Step>>>,
+    mem: Vec<Vec<usize>>,
+}
+
+/// The step of `steps` in force at `v` (`None` below the first).
+fn at(steps: &[Step], v: usize) -> Option<&Step> {
+    match steps.partition_point(|st| st.start <= v) {
+        0 => None,
+        i => Some(&steps[i - 1]),
+    }
+}
+
+impl StageDp {
+    /// Fills the table for budgets `0..=budget` (steps beyond it are dropped; a larger budget
+    /// reads as `budget`). Ties keep the first strategy (the engine's `argmin`).
+    pub fn solve(&self, budget: usize) -> Table {
+        let layers = self.mem.len();
+        let ns = self.mem.first().map_or(0, Vec::len);
+        assert!(ns < NONE as usize, "too many strategies");
+        let cap: usize = self
+            .mem
+            .iter()
+            .map(|r| r.iter().copied().max().unwrap_or(0))
+            .sum();
+        let budget = budget.min(cap);
+        let mut steps: Vec<Vec<Vec<Step>>> = Vec::with_capacity(layers);
+        // Before the first layer every strategy costs 0 at every budget.
+        let mut prev: Vec<Vec<Step>> = vec![
+            vec![Step {
+                start: 0,
+                value: 0.0,
+                arg: 0,
+            }];
+            ns
+        ];
+        let mut events: Vec<(usize, usize, f64)> = Vec::new();
+        for l in 0..layers {
+            let (mem, intra, inter) = (&self.mem[l], &self.intra[l], &self.inter[l]);
+            // Where each f[.][s'] of the previous layer steps down: (budget, s', new value), by
+            // budget then s'.
+            events.clear();
+            for (sp, row) in prev.iter().enumerate() {
+                events.extend(row.iter().map(|st| (st.start, sp, st.value)));
+            }
+            events.sort_unstable_by(|a, b| a.0.cmp(&b.0).then(a.1.cmp(&b.1)));
+            let mut layer_steps = Vec::with_capacity(ns);
+            for s in 0..ns {
+                // The engine's candidates (f + inter) + intra and their first minimum, updated
+                // only where a candidate changes: the f's never increase with the budget (nor,
+                // rounding being monotone, do the candidates), so the minimum at a budget is the
+                // old one or a changed candidate's, and on a tie the lower index wins.
+                let mut out: Vec<Step> = Vec::new();
+                let (mut best, mut arg) = (f64::INFINITY, 0usize);
+                let mut i = 0;
+                while i < events.len() {
+                    let u = events[i].0;
+                    let v = u + mem[s];
+                    if v > budget {
+                        break;
+                    }
+                    let (mut low, mut low_arg) = (f64::INFINITY, usize::MAX);
+                    while i < events.len() && events[i].0 == u {
+                        let (_, si, f) = events[i];
+                        let c = (f + inter[si][s]) + intra[s];
+                        if c < low {
+                            low = c;
+                            low_arg = si;
+                        }
+                        i += 1;
+                    }
+                    if low < best || (low == best && low_arg < arg) {
+                        best = low;
+                        arg = low_arg;
+                    }
+                    if best.is_infinite() {
+                        continue;
+                    }
+                    match out.last() {
+                        Some(last) if last.value == best && last.arg as usize == arg => {}
+                        _ => out.push(Step {
+                            start: v,
+                            value: best,
+                            arg: arg as u16,
+                        }),
+                    }
+                }
+                layer_steps.push(out);
+            }
+            prev = layer_steps.clone();
+            steps.push(layer_steps);
+        }
+        Table {
+            strategies: ns,
+            budget,
+            steps,
+            mem: self.mem.clone(),
+        }
+    }
+}
+
+impl Table {
+    /// The best assignment within `budget` units (`None` when nothing fits).
+    pub fn best(&self, budget: usize) -> Option<Assignment> {
+        let ns = self.strategies;
+        let layers = self.mem.len();
+        if ns == 0 || layers == 0 {
+            return None;
+        }
+        let slack = budget.saturating_sub(self.budget);
+        let budget = budget - slack;
+        let last = &self.steps[layers - 1];
+        let mut s = 0;
+        let mut cost = f64::INFINITY;
+        for (i, row) in last.iter().enumerate() {
+            let c = at(row, budget).map_or(f64::INFINITY, |st| st.value);
+            if c < cost {
+                cost = c;
+                s = i;
+            }
+        }
+        if cost.is_infinite() || cost.is_nan() {
+            return None;
+        }
+        let mut out = vec![0; layers];
+        out[layers - 1] = s;
+        let mut v = budget;
+        for l in (1..layers).rev() {
+            let prev = at(&self.steps[l][s], v)
+                .expect("a finite state has a step")
+                .arg as usize;
+            v -= self.mem[l][s];
+            s = prev;
+            out[l - 1] = s;
+        }
+        Some(Assignment {
+            cost,
+            strategies: out,
+            remaining: v - self.mem[0][s] + slack,
+        })
+    }
+
+    /// Steps kept over all layers and strategies (the dense table holds one entry per memory
+    /// unit instead).
+    pub fn steps(&self) -> usize {
+        self.steps.iter().flatten().map(Vec::len).sum()
     }
 }
 

@@ -4,7 +4,7 @@
 //! cost model. Independent (batch, chunk, min_tp, max_tp, embed_sdp) tasks run in parallel with rayon; the winner is
 //! chosen in the engine's iteration order, so results do not depend on the thread count.
 
-use super::dp::{Assignment, StageDp};
+use super::dp::{Assignment, StageDp, Table};
 use pipeplan_formulations::galvatron::cost::{
     self, layer_memory, layer_time, optimal_chunk, other_time, pipeline_cost, transition,
     MemoryCall, OtherTime, PipelineCall,
@@ -413,30 +413,30 @@ impl<'a> Engine<'a> {
         pd: &PpData,
         partition: &[usize],
         counters: &mut Counters,
-        cache: &mut HashMap<(usize, usize, usize), StageAnswer>,
+        tables: &mut Tables,
     ) -> Result<Option<PpResult>, String> {
         counters.partitions += 1;
         let unit = self.lt.settings.memory_unit_mb;
         let mut answers = Vec::new();
         let mut start = 0;
         for (i, &n) in partition.iter().enumerate() {
-            let key = (i, start, n);
-            if let std::collections::hash_map::Entry::Vacant(slot) = cache.entry(key) {
-                let dp = self.stage_dp(pd, start, n, i);
+            let key = (pd.pp, i, start, n);
+            let table = tables.entry(key).or_insert_with(|| {
                 counters.dp_calls += 1;
-                let table = dp.solve(self.budget_units);
-                let mut per_k = Vec::new();
-                for (k, other) in &pd.other_mem {
-                    let need = units(other[i], unit);
+                self.stage_dp(pd, start, n, i).solve(self.budget_units)
+            });
+            let per_k = pd
+                .other_mem
+                .iter()
+                .map(|(k, other)| {
                     let got = self
                         .budget_units
-                        .checked_sub(need)
+                        .checked_sub(units(other[i], unit))
                         .and_then(|b| table.best(b));
-                    per_k.push((*k, got.map(|a| (a.strategies, a.remaining))));
-                }
-                slot.insert(StageAnswer { per_k });
-            }
-            answers.push(cache[&key].clone());
+                    (*k, got.map(|a| (a.strategies, a.remaining)))
+                })
+                .collect();
+            answers.push(StageAnswer { per_k });
             start += n;
         }
         let mut best: Option<PpResult> = None;
@@ -594,6 +594,17 @@ impl<'a> Engine<'a> {
         division: Division,
         counters: &mut Counters,
     ) -> Result<Option<PpResult>, String> {
+        self.run_task_with(t, division, counters, &mut Tables::new())
+    }
+
+    /// [`Engine::run_task`] reading and filling stage tables shared with related tasks.
+    fn run_task_with(
+        &self,
+        t: &Task,
+        division: Division,
+        counters: &mut Counters,
+        tables: &mut Tables,
+    ) -> Result<Option<PpResult>, String> {
         let (st, mbsz) = self.task_space(t);
         if st.is_empty() {
             return Ok(None);
@@ -611,30 +622,21 @@ impl<'a> Engine<'a> {
             let pd = self.pp_data(t, pp, &st, m)?;
             let single =
                 self.lt.types.len() == 1 && self.lt.settings.quirks.even_division_single_type;
-            let mut cache = HashMap::new();
             let res = match division {
                 Division::Engine if single => {
-                    self.run_partition(&pd, &self.even(pp as usize), counters, &mut cache)?
+                    self.run_partition(&pd, &self.even(pp as usize), counters, tables)?
                 }
                 Division::Engine | Division::Memory => match self.memory_balanced(pp, t, m, &st)? {
-                    Some(p) => self.run_partition(&pd, &p, counters, &mut cache)?,
+                    Some(p) => self.run_partition(&pd, &p, counters, tables)?,
                     None => None,
                 },
                 Division::Time => {
                     let p = self.time_balanced(pp as usize, &pd.intra);
-                    self.run_partition(&pd, &p, counters, &mut cache)?
+                    self.run_partition(&pd, &p, counters, tables)?
                 }
-                Division::Bmw { max_partitions } => super::bmw::adjust(
-                    self,
-                    &pd,
-                    pp,
-                    t,
-                    m,
-                    &st,
-                    max_partitions,
-                    counters,
-                    &mut cache,
-                )?,
+                Division::Bmw { max_partitions } => {
+                    super::bmw::adjust(self, &pd, pp, t, m, &st, max_partitions, counters, tables)?
+                }
             };
             if let Some(r) = res {
                 if best.as_ref().is_none_or(|b| b.cost > r.cost) {
@@ -652,16 +654,39 @@ impl<'a> Engine<'a> {
         deadline: Option<Instant>,
     ) -> Result<(Option<Found>, Counters), String> {
         let tasks = self.tasks();
-        let results: Vec<(Result<Option<PpResult>, String>, Counters)> = tasks
+        // Tasks that differ only in embed_sdp are neighbours and share their stage tables.
+        let mut groups: Vec<&[Task]> = Vec::new();
+        let mut rest = &tasks[..];
+        while let Some(first) = rest.first() {
+            let n = rest
+                .iter()
+                .take_while(|t| {
+                    Task {
+                        embed_sdp: first.embed_sdp,
+                        ..**t
+                    } == *first
+                })
+                .count();
+            groups.push(&rest[..n]);
+            rest = &rest[n..];
+        }
+        let results: Vec<(Result<Option<PpResult>, String>, Counters)> = groups
             .par_iter()
-            .map(|t| {
-                let mut c = Counters::default();
-                if deadline.is_some_and(|d| Instant::now() > d) {
-                    c.cut_short = true;
-                    return (Ok(None), c);
-                }
-                c.tasks = 1;
-                (self.run_task(t, division, &mut c), c)
+            .flat_map_iter(|group| {
+                let mut tables = Tables::new();
+                group
+                    .iter()
+                    .map(|t| {
+                        let mut c = Counters::default();
+                        if deadline.is_some_and(|d| Instant::now() > d) {
+                            c.cut_short = true;
+                            return (Ok(None), c);
+                        }
+                        c.tasks = 1;
+                        let r = self.run_task_with(t, division, &mut c, &mut tables);
+                        (r, c)
+                    })
+                    .collect::<Vec<_>>()
             })
             .collect();
         let mut counters = Counters::default();
@@ -723,6 +748,11 @@ pub(crate) struct PpData {
 /// A stage's strategy indices and unused memory units.
 type StagePlan = (Vec<usize>, usize);
 
+/// Stage DP tables by (pipeline degree, stage, first layer, layers). The tables do not depend on
+/// `embed_sdp` (it changes only the embedding/head memory, i.e. the budget a table is read at),
+/// so the two tasks that differ only in it share them.
+pub(crate) type Tables = HashMap<(u32, usize, usize, usize), Table>;
+
 /// One stage DP's answers per vocabulary-tp degree: strategies and unused units.
 #[derive(Debug, Clone)]
 pub(crate) struct StageAnswer {
@@ -735,8 +765,8 @@ impl<'a> Engine<'a> {
         pd: &PpData,
         partition: &[usize],
         counters: &mut Counters,
-        cache: &mut HashMap<(usize, usize, usize), StageAnswer>,
+        tables: &mut Tables,
     ) -> Result<Option<PpResult>, String> {
-        self.run_partition(pd, partition, counters, cache)
+        self.run_partition(pd, partition, counters, tables)
     }
 }
