@@ -2,9 +2,9 @@
 //! OPTIMIZER_RUNS.md`), against the optimizer's recorded wall time on the same kind of machine
 //! (2 vCPU, whole process, interpreter start-up included).
 //!
-//! Before measuring, a table: per run, our whole-process time (`pipeplan import` then
-//! `pipeplan solve --algo pipedream` with the run's settings, release binaries, median of 5 after
-//! one warm-up), the recorded wall time, their ratio, and whether the claimed pipeline time
+//! Before measuring, a table: per run, our whole-process time (`pipeplan import ... -o - |
+//! pipeplan solve - --algo pipedream` with the run's settings, release binaries, median of 5
+//! after one warm-up), the recorded wall time, their ratio, and whether the claimed pipeline time
 //! equals the printed one. Criterion then times import + solve in-process per run.
 //! Run with `cargo bench --bench pipedream_runs`; without the peers folder it prints SKIPPED.
 
@@ -16,7 +16,7 @@ use pipeplan_solvers::harness::run;
 use pipeplan_solvers::{registry, SolveOptions};
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 const WHAT: &str = "benches/pipedream_runs";
@@ -45,25 +45,26 @@ fn solve(dir: &Path, recorded: &OptimizerRun) -> f64 {
         / 1e3
 }
 
-/// Whole-process time of the command-line equivalent (median of 5 after a warm-up).
-fn whole_process(dir: &Path, run: &OptimizerRun) -> Duration {
+/// The command-line equivalent: `pipeplan import ... -o -` piped into `pipeplan solve - ...`.
+fn command_line(dir: &Path, run: &OptimizerRun) -> (Vec<String>, Vec<String>) {
     let e = run.equivalent(dir).unwrap_or_else(|m| panic!("{m}"));
     let c = &e.cluster;
-    let out = std::env::temp_dir().join(format!("pipeplan-bench-{}.json", run.name));
-    let mut import: Vec<String> = vec![
-        "import".into(),
-        "--from".into(),
-        "pipedream".into(),
-        e.graph.display().to_string(),
-        "--gpus".into(),
-        c.gpus.to_string(),
-        "--memory".into(),
-        c.memory.to_string(),
-        "--bandwidth".into(),
-        c.bandwidth.intra_node.to_string(),
-        "-o".into(),
-        out.display().to_string(),
-    ];
+    let mut import: Vec<String> = [
+        "import",
+        "--from",
+        "pipedream",
+        &e.graph.display().to_string(),
+        "--gpus",
+        &c.gpus.to_string(),
+        "--memory",
+        &c.memory.to_string(),
+        "--bandwidth",
+        &c.bandwidth.intra_node.to_string(),
+        "-o",
+        "-",
+    ]
+    .map(String::from)
+    .to_vec();
     if let (Some(n), Some(b)) = (c.gpus_per_node, c.bandwidth.inter_node) {
         import.extend([
             "--gpus-per-node".into(),
@@ -72,30 +73,45 @@ fn whole_process(dir: &Path, run: &OptimizerRun) -> Duration {
             b.to_string(),
         ]);
     }
-    let mut solve: Vec<String> = vec![
-        "solve".into(),
-        out.display().to_string(),
-        "--algo".into(),
-        "pipedream".into(),
-    ];
+    let mut solve: Vec<String> = ["solve", "-", "--algo", "pipedream"]
+        .map(String::from)
+        .to_vec();
     for (k, v) in &e.params {
         solve.extend(["--set".into(), format!("{k}={v}")]);
     }
+    (import, solve)
+}
+
+/// Whole-process time of the two commands joined by a pipe, as a shell runs `import | solve`
+/// (median of 5 after a warm-up).
+fn whole_process(dir: &Path, run: &OptimizerRun) -> Duration {
+    let (import, solve) = command_line(dir, run);
+    let bin = env!("CARGO_BIN_EXE_pipeplan");
     let once = || {
         let start = Instant::now();
-        for args in [&import, &solve] {
-            let o = Command::new(env!("CARGO_BIN_EXE_pipeplan"))
-                .args(args)
-                .output()
-                .expect("runs");
-            assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-        }
+        let mut first = Command::new(bin)
+            .args(&import)
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("runs");
+        let second = Command::new(bin)
+            .args(&solve)
+            .stdin(first.stdout.take().expect("piped"))
+            .stdout(Stdio::null())
+            .output()
+            .expect("runs");
+        let status = first.wait().expect("runs");
+        assert!(
+            status.success() && second.status.success(),
+            "{}: {}",
+            run.name,
+            String::from_utf8_lossy(&second.stderr)
+        );
         start.elapsed()
     };
     once();
     let mut times: Vec<Duration> = (0..5).map(|_| once()).collect();
     times.sort();
-    let _ = std::fs::remove_file(out);
     times[2]
 }
 

@@ -125,7 +125,7 @@ pub struct TimeLimit(pub Option<std::time::Duration>);
 /// `pipeplan solve`.
 #[derive(Debug, Args)]
 pub struct SolveArgs {
-    /// Instance file (JSON, format pipeplan/instance@1).
+    /// Instance file (JSON, format pipeplan/instance@1); `-` reads standard input.
     pub instance: PathBuf,
     /// Algorithm name (see `pipeplan algorithms`).
     #[arg(long, short)]
@@ -142,7 +142,7 @@ pub struct SolveArgs {
 /// `pipeplan compare`.
 #[derive(Debug, Args)]
 pub struct CompareArgs {
-    /// Instance files.
+    /// Instance files (`-` reads standard input).
     #[arg(required = true)]
     pub instances: Vec<PathBuf>,
     /// Comma-separated algorithm names (default: every algorithm; those that do not support an
@@ -164,7 +164,7 @@ pub struct EvaluateArgs {
     /// Plan file: a plan (`{"stages": ..., "schedule": ...}`) or a solution printed by
     /// `pipeplan solve --json` (its `plan` is used).
     pub plan: PathBuf,
-    /// Instance file.
+    /// Instance file (`-` reads standard input).
     pub instance: PathBuf,
     #[command(flatten)]
     pub out: OutputArgs,
@@ -173,7 +173,7 @@ pub struct EvaluateArgs {
 /// `pipeplan validate`.
 #[derive(Debug, Args)]
 pub struct ValidateArgs {
-    /// Instance files.
+    /// Instance files (`-` reads standard input).
     #[arg(required = true)]
     pub files: Vec<PathBuf>,
     #[command(flatten)]
@@ -264,7 +264,7 @@ pub struct ImportArgs {
     /// Extra weight-sized optimizer copies (SGD 0, momentum 1, Adam 2).
     #[arg(long)]
     pub optimizer_state_factor: Option<f64>,
-    /// Write the instance here instead of standard output.
+    /// Write the instance here instead of standard output (`-`: standard output).
     #[arg(long, short)]
     pub output: Option<PathBuf>,
 }
@@ -349,7 +349,7 @@ pub struct GenerateArgs {
     /// Free text appended to the instance's `source`.
     #[arg(long)]
     pub note: Option<String>,
-    /// Write the instance here instead of standard output.
+    /// Write the instance here instead of standard output (`-`: standard output).
     #[arg(long, short)]
     pub output: Option<PathBuf>,
 }

@@ -382,3 +382,54 @@ fn reproduce_runs_a_small_grid_with_any_two_algorithms() {
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("\"nope\" is not available"));
 }
+
+/// `-` is standard input for instance arguments and standard output for `-o`: import piped into
+/// solve gives the solve of the written file; a malformed standard input is named `<stdin>`.
+#[test]
+fn dash_reads_standard_input() {
+    use std::io::Write;
+    use std::process::Stdio;
+    let inst = shipped(SMALL);
+    let text = std::fs::read_to_string(&inst).unwrap();
+    let run = |args: &[&str], input: &str| {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_pipeplan"))
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(input.as_bytes())
+            .unwrap();
+        child.wait_with_output().unwrap()
+    };
+    let piped = run(&["solve", "-", "--algo", "balanced-time", "--json"], &text);
+    assert!(piped.status.success(), "{}", stderr(&piped));
+    let direct = pipeplan(&["solve", p(&inst), "--algo", "balanced-time", "--json"]);
+    let plan = |o: &Output| {
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        v["plan"].clone()
+    };
+    assert_eq!(plan(&piped), plan(&direct));
+    let bad = run(&["solve", "-", "--algo", "balanced-time"], "{\"format\": ");
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(stderr(&bad).contains("<stdin>"), "{}", stderr(&bad));
+    let written = pipeplan(&[
+        "generate",
+        "bert-large",
+        "--gpus",
+        "4",
+        "--memory",
+        "16GiB",
+        "--bandwidth",
+        "150GB/s",
+        "-o",
+        "-",
+    ]);
+    assert!(written.status.success(), "{}", stderr(&written));
+    assert!(stdout(&written).contains("pipeplan/instance@1"));
+}

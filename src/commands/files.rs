@@ -33,7 +33,7 @@ pub fn validate(a: ValidateArgs) -> Result<(), Failure> {
     let verdicts: Vec<Verdict> = a
         .files
         .iter()
-        .map(|p| match Instance::from_path(p) {
+        .map(|p| match super::read_instance(p) {
             Ok(i) => Verdict {
                 file: p.display().to_string(),
                 valid: true,
@@ -132,7 +132,7 @@ pub fn import(a: ImportArgs) -> Result<(), Failure> {
 
 fn write_instance(inst: &Instance, out: Option<&std::path::Path>) -> Result<(), Failure> {
     write_or_print(out, &inst.to_json())?;
-    if let Some(p) = out {
+    if let Some(p) = out.filter(|p| *p != std::path::Path::new("-")) {
         eprintln!(
             "wrote {}: {} layers, {} GPUs x {}",
             p.display(),

@@ -52,7 +52,7 @@ pub struct MaxBatchArgs {
 
 /// Runs `max-batch`.
 pub fn run(a: MaxBatchArgs) -> Result<(), Failure> {
-    let inst = Instance::from_path(&a.instance)?;
+    let inst = super::read_instance(&a.instance)?;
     if !(a.time_limit.is_finite() && a.time_limit > 0.0) {
         return Err(Failure::input(format!(
             "--time-limit: {} is not a positive number of seconds",

@@ -96,9 +96,26 @@ impl OutputArgs {
     }
 }
 
-/// Writes `text` to `path`, or prints it when `path` is `None`.
+/// Reads an instance file; `-` reads standard input (so `pipeplan import ... | pipeplan solve -
+/// ...` runs without a file in between), named `<stdin>` in errors.
+pub fn read_instance(path: &Path) -> Result<pipeplan_formulations::Instance, InputError> {
+    use std::io::Read;
+    if path != Path::new("-") {
+        return pipeplan_formulations::Instance::from_path(path);
+    }
+    let mut text = String::new();
+    std::io::stdin()
+        .read_to_string(&mut text)
+        .map_err(|e| InputError::Io {
+            path: "<stdin>".into(),
+            message: e.to_string(),
+        })?;
+    pipeplan_formulations::Instance::from_json(&text).map_err(|e| e.in_file(Path::new("<stdin>")))
+}
+
+/// Writes `text` to `path`, or prints it when `path` is `None` or `-`.
 pub fn write_or_print(path: Option<&Path>, text: &str) -> Result<(), Failure> {
-    match path {
+    match path.filter(|p| *p != Path::new("-")) {
         Some(p) => std::fs::write(p, ensure_newline(text))
             .map_err(|e| Failure::input(format!("{}: cannot write: {e}", p.display()))),
         None => {

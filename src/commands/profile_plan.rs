@@ -9,7 +9,6 @@ use crate::cli::OutputArgs;
 use crate::table::Table;
 use clap::{Args, ValueEnum};
 use pipeplan_formulations::capture::profiling::{self, Method, ProfilingRun};
-use pipeplan_formulations::Instance;
 use serde::Serialize;
 use std::path::PathBuf;
 
@@ -83,7 +82,7 @@ fn ranges(r: &ProfilingRun) -> String {
 
 /// Runs `profile-plan`.
 pub fn run(a: ProfilePlanArgs) -> Result<(), Failure> {
-    let inst = Instance::from_path(&a.instance)?;
+    let inst = super::read_instance(&a.instance)?;
     let batches = match &a.profile_batches {
         Some(v) => match v[..] {
             [x, y] if x.is_finite() && y.is_finite() && x > 0.0 && y > 0.0 && x != y => {

@@ -30,7 +30,7 @@ fn algorithm(name: &str) -> Result<Box<dyn Algorithm>, Failure> {
 
 /// `pipeplan solve`.
 pub fn solve(a: SolveArgs) -> Result<(), Failure> {
-    let inst = Instance::from_path(&a.instance)?;
+    let inst = super::read_instance(&a.instance)?;
     let algo = algorithm(&a.algo)?;
     if let Err(u) = algo.supports(&inst) {
         return Err(Failure::input(format!(
@@ -56,7 +56,7 @@ fn read_instances(paths: &[std::path::PathBuf]) -> Result<Vec<Instance>, Failure
     let mut ok = Vec::new();
     let mut bad = Vec::new();
     for p in paths {
-        match Instance::from_path(p) {
+        match super::read_instance(p) {
             Ok(i) => ok.push(i),
             Err(e) => bad.push(e.to_string()),
         }
@@ -124,7 +124,7 @@ fn read_plan(path: &Path) -> Result<Plan, InputError> {
 
 /// `pipeplan evaluate`.
 pub fn evaluate(a: EvaluateArgs) -> Result<(), Failure> {
-    let inst = Instance::from_path(&a.instance)?;
+    let inst = super::read_instance(&a.instance)?;
     let plan = read_plan(&a.plan)?;
     let e = judge(&inst, &plan).map_err(|e| {
         let file = if e.is_about_plan() {
