@@ -1,4 +1,4 @@
-//! The CAPTURE family (DESIGN.md §9, issue 5 item 8) on a GPT-3-like chain: the 32 transformer
+//! The CAPTURE family (docs/design.md, performance targets) on a GPT-3-like chain: the 32 transformer
 //! blocks of the shipped `gpt3-2.6b-s2048-b1-16gpu-32gib` instance (embedding and head removed),
 //! 16 GPUs as 4 nodes x 4, statistics derived from the chain.
 //!

@@ -2,7 +2,7 @@
 //!
 //! - `dawnpiper/2000-node-graph/8-stages`: BiPar + MemOpt on a generated 2000-node chain
 //!   (BERT-like varied node times and sizes, memory tight enough that MemOpt runs on every
-//!   stage); target < 1 s (DESIGN.md §9).
+//!   stage); target < 1 s (docs/design.md, performance targets).
 //! - `dawnpiper/operator-graph/8-stages/{16GiB,4GiB,4GiB-comm-include}`: the same on the
 //!   largest dnn-partitioning operator graph (`OperatorGraphs/*.json`, by file size) under
 //!   `PIPEPLAN_PEERS`/dnn-partitioning, imported with its `graph` extension for 8 GPUs with

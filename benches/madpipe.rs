@@ -1,7 +1,7 @@
 //! MadPipe-DP + the T^ search of Algorithm 1 (`pipeplan_solvers::madpipe::dp::madpipe_dp`) with
 //! the paper's grids (101 x 11 x 51 points, K = 10 rounds):
 //!
-//! - `madpipe-dp/resnet101-1000px-b8-8gpu-8gib P=8`: the DESIGN.md §9 target, < 2 s on 2 cores
+//! - `madpipe-dp/resnet101-1000px-b8-8gpu-8gib P=8`: the performance target (docs/design.md), < 2 s on 2 cores
 //!   (the paper reports up to 15 minutes for its first phase on large networks);
 //! - `shipped-cnn/*`: every shipped CNN instance (ResNet-50/101, Inception-v3, DenseNet-121 at
 //!   1000 px) at P = its GPU count.

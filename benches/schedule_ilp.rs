@@ -1,4 +1,4 @@
-//! Schedule-ILP benchmarks (DESIGN.md §9: "schedule ILP for N <= 10 stages: optimal in < 10 s"):
+//! Schedule-ILP benchmarks (docs/design.md, performance targets: "the schedule ILP for N <= 10 stages: optimal in < 10 s"):
 //! the least-memory ILP (`madpipe::schedule_ilp::least_memory`, both solves of
 //! `MemoryObjective::MaxThenSum`) on `instances/resnet50-1000px-b8-8gpu-16gib.json`, for
 //!

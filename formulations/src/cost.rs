@@ -1,4 +1,4 @@
-//! The reference cost model of the neutral evaluator (DESIGN.md §3), per stage and per cut.
+//! The reference cost model of the neutral evaluator (docs/evaluator.md), per stage and per cut.
 //!
 //! All times are per micro-batch in ms, all sizes in bytes per GPU of the stage's device group.
 //!

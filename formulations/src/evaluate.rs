@@ -1,4 +1,4 @@
-//! The neutral evaluator: judges any plan under one documented reference model (DESIGN.md §3,
+//! The neutral evaluator: judges any plan under one documented reference model (docs/evaluator.md,
 //! `docs/evaluator.md`), whatever algorithm produced it.
 //!
 //! - async: the explicit pattern if the plan has one, else the 1F1B* pattern of the contiguous
@@ -323,7 +323,7 @@ const ZERO_WORK: &str = "every operation of this plan takes 0 ms (every layer's 
                              backward time is 0 and nothing crosses a link or is all-reduced)";
 
 /// The least period the pipeline's resources allow (their largest load), which must be positive:
-/// a period is a positive time (DESIGN.md §3: starts lie in `[0, T)`), so a plan whose every
+/// a period is a positive time (docs/evaluator.md: starts lie in `[0, T)`), so a plan whose every
 /// operation takes 0 ms has no least period and needs one to be given. `field` names the period.
 fn least_period(resources: &[Resource], field: &str) -> Result<f64, InputError> {
     let least = resources.iter().map(Resource::load).fold(0.0, f64::max);

@@ -1,4 +1,4 @@
-//! The chain quantities of the MadPipe family (DESIGN.md §4, MadPipe paper §3), stated in the
+//! The chain quantities of the MadPipe family (docs/madpipe.md, MadPipe paper §3), stated in the
 //! terms of the neutral evaluator's cost model so that every claim of the family can equal the
 //! evaluation of its plan.
 //!

@@ -1,4 +1,4 @@
-//! The neutral evaluator on hand-computed cases (DESIGN.md §3): synchronous 1F1B and GPipe
+//! The neutral evaluator on hand-computed cases (docs/evaluator.md): synchronous 1F1B and GPipe
 //! iteration times and in-flight counts, asynchronous periods from 1F1B*, memory under dp / tp /
 //! sdp and checkpointing, throughput, bubble fraction, malformed plans, degenerate inputs (all
 //! times zero, overflow, unvalidated instances: never a NaN or an infinity in an evaluation), and
@@ -647,7 +647,7 @@ fn all_zero_times() -> Instance {
 
 #[test]
 fn all_zero_times_async() {
-    // Such an instance is valid (times are only required to be non-negative, DESIGN.md §2), but a
+    // Such an instance is valid (times are only required to be non-negative, docs/instance-format.md), but a
     // plan whose every operation takes 0 ms has no least period: a period is a positive time
     // (§3, starts in [0, T)). The evaluator used to take T = 0, build 1F1B* with NaN starts and
     // blame the schedule it had chosen itself (fits = false, infinite throughput).

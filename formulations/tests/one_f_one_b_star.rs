@@ -1,4 +1,4 @@
-//! 1F1B* (issue 3, item 1) on instances that use every feature of the format, at arbitrary float
+//! 1F1B* on instances that use every feature of the format, at arbitrary float
 //! times and sizes, and at the tightest periods: the breakpoints, where a group's load equals the
 //! period exactly.
 //!
@@ -244,7 +244,7 @@ proptest! {
 /// group, so a micro-batch's lifetime (start of F to end of B) is (g - 1) T + 0 ms and it counts
 /// ceil(lifetime / T) = g - 1. More generally a stage whose 1F1B* span (its load plus the loads
 /// after it in its group) is 0 ms is counted one micro-batch short, and the evaluator's memory is
-/// below M(k, l, g). Ignored: it documents this disagreement (reported in issue 3).
+/// below M(k, l, g). Ignored: it documents this disagreement.
 #[test]
 #[ignore = "simulator counts g - 1 in flight for a stage whose 1F1B* span takes 0 ms"]
 fn zero_time_stage_keeps_its_group() {

@@ -5,7 +5,7 @@
 //! - `balanced-time` and `balanced-params` equal the brute-force minimum over every contiguous
 //!   partition (every cut set) of their own stage costs;
 //! - `balanced-memory` equals the brute-force minimum of its memory model and, under the
-//!   synchronous schedules (1f1b, gpipe), where that model is the evaluator's (DESIGN.md §3), its
+//!   synchronous schedules (1f1b, gpipe), where that model is the evaluator's (docs/evaluator.md), its
 //!   claimed peaks equal the evaluator's and its optimum equals the least evaluated max memory
 //!   over all partitions;
 //! - every baseline's plan passes the evaluator and a solve is deterministic.

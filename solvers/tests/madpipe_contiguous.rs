@@ -164,7 +164,7 @@ fn brute_valid_period(inst: &Instance, ends: &[usize]) -> Option<f64> {
 /// Whether a stage of the partition takes 0 ms. The simulator then measures a lifetime of 0 ms
 /// for its micro-batches when the rest of its 1F1B* group takes 0 ms too, and counts one
 /// micro-batch fewer than its group index (M(k, l, g) of the paper): the evaluator's memory can
-/// be below the claim, and it may fit below the valid period (see the report of issue 3).
+/// be below the claim, and it may fit below the valid period.
 fn zero_stage(inst: &Instance, ends: &[usize]) -> bool {
     let c = inst.chain();
     let mut first = 0;

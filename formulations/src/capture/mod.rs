@@ -1,4 +1,4 @@
-//! The CAPTURE / mCAP / CAPSlog family's formulation (DESIGN.md §6, `docs/capture.md`): per-layer
+//! The CAPTURE / mCAP / CAPSlog family's formulation (`docs/capture.md`): per-layer
 //! memory statistics and the predictor built on them.
 //!
 //! - [`profile`]: the `memory_profile` extension (statistics tables M_i / M_a per parallelism,

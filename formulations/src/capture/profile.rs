@@ -134,7 +134,7 @@ impl MemoryProfile {
         })
     }
 
-    /// Derives the statistics from the chain with the evaluator's memory model (DESIGN.md §3),
+    /// Derives the statistics from the chain with the evaluator's memory model (docs/evaluator.md),
     /// as a profiler would measure them: every stage keeps the in-flight count of the first stage
     /// of a pipeline over all GPUs (gpipe: m; 1f1b: min(m, G); async: G), communication buffers
     /// 2 x cut bytes on each side that has a neighbour (divided by dp, as in the evaluator), model

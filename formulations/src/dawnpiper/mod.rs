@@ -1,4 +1,4 @@
-//! DawnPiper family (DESIGN.md §7, `docs/dawnpiper.md`): the fine-grained `graph` extension
+//! DawnPiper family (`docs/dawnpiper.md`): the fine-grained `graph` extension
 //! ([`graph`]), compute- and memory-balanced cut positions ([`balance`]) and the Capuchin-style
 //! swap/recompute cost model MemOpt ([`memopt`]).
 

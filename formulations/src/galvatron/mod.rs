@@ -1,4 +1,4 @@
-//! The Galvatron family (DESIGN.md §5, Galvatron-BMW paper): hybrid parallel strategies (pp, tp,
+//! The Galvatron family (`docs/galvatron.md`, Galvatron-BMW paper): hybrid parallel strategies (pp, tp,
 //! dp, sdp, checkpointing) per layer under a memory budget, with the reference engine's
 //! (PKU-DAIR/Hetu-Galvatron) cost model.
 //!

@@ -1,4 +1,4 @@
-//! The CAPTURE / mCAP / CAPSlog family (DESIGN.md §6, `docs/capture.md`): plans that minimize the
+//! The CAPTURE / mCAP / CAPSlog family (`docs/capture.md`): plans that minimize the
 //! predicted peak memory per GPU.
 //!
 //! | name | space | method | status |
@@ -294,7 +294,7 @@ enum BoEngine {
     /// maximin Latin hypercube per guided point, see `docs/capture.md`).
     Egor,
     /// The loop of [`bo_gp`] on egobox-gp after Egor's initial design, the default: it meets
-    /// DESIGN.md's < 2 s for 100 evaluations on 32 layers x 16 GPUs.
+    /// the < 2 s target for 100 evaluations (docs/design.md) on 32 layers x 16 GPUs.
     Gp,
 }
 

@@ -1,4 +1,4 @@
-//! DawnPiper family (DESIGN.md §7, `docs/dawnpiper.md`): `dawnpiper` (BiPar, Algorithm 1, with
+//! DawnPiper family (`docs/dawnpiper.md`): `dawnpiper` (BiPar, Algorithm 1, with
 //! AdjacentPartition and MemOpt) and `dawnpiper-exhaustive` (every cut position, same MemOpt).
 
 pub mod bipar;

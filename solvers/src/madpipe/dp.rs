@@ -1,4 +1,4 @@
-//! MadPipe-DP and its T^ search (MadPipe paper §4.2, Algorithm 1; DESIGN.md §4): an allocation
+//! MadPipe-DP and its T^ search (MadPipe paper §4.2, Algorithm 1; `docs/madpipe.md`): an allocation
 //! of the chain to P GPUs where P - 1 *normal* GPUs hold one contiguous stage each and one
 //! *special* GPU may hold any number of stages.
 //!

@@ -1,5 +1,5 @@
 //! `exact-contiguous`: the least valid period over every contiguous partition of the chain into
-//! at most P stages (stage s on GPU s), with 1F1B* memory (DESIGN.md §4). It is the exact
+//! at most P stages (stage s on GPU s), with 1F1B* memory (`docs/madpipe.md`). It is the exact
 //! reference the MadPipe family is measured against.
 //!
 //! # Method

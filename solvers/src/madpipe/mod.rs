@@ -1,4 +1,4 @@
-//! The MadPipe family (DESIGN.md §4, MadPipe paper): asynchronous pipelines under memory limits.
+//! The MadPipe family (`docs/madpipe.md`, MadPipe paper): asynchronous pipelines under memory limits.
 //!
 //! - [`valid_period`]: the least period at which 1F1B* fits a contiguous partition in memory;
 //! - [`exact_contiguous`]: the optimum period over all contiguous partitions (exact reference);

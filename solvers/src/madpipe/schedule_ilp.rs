@@ -1,4 +1,4 @@
-//! The periodic-schedule ILP (MadPipe §4.3, DESIGN.md §4 "Schedule ILP"), solved by HiGHS: for a
+//! The periodic-schedule ILP (MadPipe §4.3, `docs/madpipe.md`, "The schedule ILP"), solved by HiGHS: for a
 //! given allocation (stages on GPUs, possibly several stages on one GPU), the periodic pattern of
 //! least memory at a period ([`least_memory`]), a pattern within a memory limit ([`fit_memory`]),
 //! and the least period at which one exists ([`least_period`], a bisection on the period).
@@ -44,16 +44,16 @@
 //! minimize `Sum_g m_g` subject to `m_g <= z*` (a second solve). Under a memory limit M
 //! ([`fit_memory`]): `m_g <= M` and no objective (the first feasible pattern).
 //!
-//! # Why it is exact, and the deviations from DESIGN.md
+//! # Why it is exact, and what differs from a first formulation
 //!
-//! - **Wrapping is modelled, not excluded.** DESIGN.md restricts starts to `[0, T - d_o]`; here
+//! - **Wrapping is modelled, not excluded.** A first formulation restricted starts to `[0, T - d_o]`; here
 //!   `tau_o` ranges over the whole period and an operation may run past the period end: the two
 //!   no-overlap inequalities above are exactly non-overlap on the circle (with `y_ij = 1`,
 //!   `[t_i, t_i + d_i)` ends before `t_j`, and `[t_j, t_j + d_j)` ends, modulo T, before the
 //!   next `t_i`). Excluding wrapping would lose optimal patterns (1F1B*'s wrap) and make every
 //!   period at which a fully loaded resource has no boundary in common with the others
 //!   infeasible.
-//! - **The memory brackets are the ordering binaries.** DESIGN.md links two extra binaries
+//! - **The memory brackets are the ordering binaries.** A first formulation linked two extra binaries
 //!   `[t(F_s) <= theta]`, `[end(B_s) <= theta]` to the start times. On one GPU, `F_s`, `B_s` and
 //!   `F_s'` share the GPU, so `[t(F_s) <= t(F_s')] = Y(F_s, F_s')`; and if `B_s` comes after
 //!   `F_s'` in the period, it ends after `t(F_s')` and, wrapping or not, within one period of it.

@@ -1,4 +1,4 @@
-//! The valid period of a contiguous partition (DESIGN.md §4, MadPipe paper §4.1 and §5): the
+//! The valid period of a contiguous partition (`docs/madpipe.md`, MadPipe paper §4.1 and §5): the
 //! least period `T`, at least the largest resource load, at which 1F1B* fits the memory of every
 //! GPU.
 //!
