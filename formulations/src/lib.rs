@@ -29,6 +29,7 @@ pub mod evaluate;
 pub mod galvatron;
 pub mod instance;
 pub mod one_f_one_b_star;
+#[cfg(feature = "testing")]
 pub mod peers;
 pub mod plan;
 pub mod simulate;

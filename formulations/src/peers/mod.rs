@@ -1,6 +1,7 @@
-//! Locating the reference data of other tools (`shared/peers/`) that tests and benchmarks read at
-//! run time. The data is never part of this repository: a clone without it skips those checks
-//! with a visible notice.
+//! Test support, behind the `testing` feature: locating the reference data of other tools
+//! (`$PIPEPLAN_PEERS`, default `shared/peers/` beside the workspace) that tests and benchmarks
+//! read at run time. The data is never part of this repository: a clone without it skips those
+//! checks with a visible notice.
 
 use std::io::Write;
 use std::path::PathBuf;
