@@ -78,17 +78,10 @@
 //!
 //! # HiGHS settings
 //!
-//! With the settings of [`crate::ilp::solve`] (HiGHS 1.15's defaults, relative gap 1e-9), HiGHS
-//! returned a pattern as "optimal" that was not on 69 of 4494 (allocation, period) pairs of the
-//! Proposition-1 check (`proposition_1_stress` in `solvers/tests/schedule_ilp.rs`), e.g. 3
-//! micro-batches where 1F1B* keeps 2, with a dual bound above the true optimum. The model is very
-//! degenerate (many start times give the same memory; optimal patterns fill the period exactly)
-//! and the reductions HiGHS makes within its tolerances (root restart, presolve, the root's
-//! cuts) cut off optimal patterns: with no restart and a MIP feasibility tolerance of 1e-9,
-//! 1 pair in 4478 stayed wrong; with presolve off as well, none of about 31,000 pairs (four
-//! seeds) was, and the solves stay fast (see `benches/schedule_ilp.rs`). This module therefore
-//! solves with [`crate::ilp::Tuning::Strict`]. Every solution is still checked (simulator);
-//! optimality rests on HiGHS.
+//! Solved with [`crate::ilp::Tuning::Strict`] (no restart, MIP feasibility tolerance 1e-9,
+//! presolve off): HiGHS's default reductions cut off optimal patterns of this degenerate model
+//! (the measurements are in `docs/madpipe.md`, "HiGHS settings"). Every solution is still
+//! checked by the simulator; optimality rests on HiGHS.
 //!
 //! # From the ILP to a checked pattern
 //!
