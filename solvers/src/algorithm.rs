@@ -245,8 +245,10 @@ pub trait Algorithm: Sync + Send {
     fn description(&self) -> &'static str;
     /// Whether the claimed objective is exact (proven optimal when status is `Optimal`).
     fn exact(&self) -> bool;
-    /// Says why the algorithm cannot run on `inst`, if it cannot.
-    fn supports(&self, inst: &Instance) -> Result<(), Unsupported>;
+    /// Says why the algorithm cannot run on `inst`, if it cannot (default: every instance).
+    fn supports(&self, _inst: &Instance) -> Result<(), Unsupported> {
+        Ok(())
+    }
     /// Solves. The returned solution has `evaluated: None`; the harness times and evaluates it.
     fn solve(&self, inst: &Instance, opts: &SolveOptions) -> Result<Solution, SolveError>;
 }

@@ -95,9 +95,6 @@ impl Algorithm for Uniform {
     fn exact(&self) -> bool {
         false
     }
-    fn supports(&self, _: &Instance) -> Result<(), Unsupported> {
-        Ok(())
-    }
     fn solve(&self, inst: &Instance, opts: &SolveOptions) -> Result<Solution, SolveError> {
         no_params(self, opts)?;
         let p = opts.stage_count(inst)?;
@@ -142,9 +139,6 @@ impl Algorithm for BalancedTime {
     fn exact(&self) -> bool {
         true
     }
-    fn supports(&self, _: &Instance) -> Result<(), Unsupported> {
-        Ok(())
-    }
     fn solve(&self, inst: &Instance, opts: &SolveOptions) -> Result<Solution, SolveError> {
         no_params(self, opts)?;
         let p = opts.stage_count(inst)?;
@@ -185,9 +179,6 @@ impl Algorithm for BalancedParams {
     }
     fn exact(&self) -> bool {
         true
-    }
-    fn supports(&self, _: &Instance) -> Result<(), Unsupported> {
-        Ok(())
     }
     fn solve(&self, inst: &Instance, opts: &SolveOptions) -> Result<Solution, SolveError> {
         no_params(self, opts)?;
@@ -251,9 +242,6 @@ impl Algorithm for BalancedMemory {
     }
     fn exact(&self) -> bool {
         true
-    }
-    fn supports(&self, _: &Instance) -> Result<(), Unsupported> {
-        Ok(())
     }
     fn solve(&self, inst: &Instance, opts: &SolveOptions) -> Result<Solution, SolveError> {
         no_params(self, opts)?;

@@ -9,9 +9,7 @@
 
 use super::options::{Comm, DpOptions};
 use super::stages::{build, StageCache};
-use crate::algorithm::{
-    Algorithm, Family, Solution, SolveError, SolveOptions, Stats, Status, Unsupported,
-};
+use crate::algorithm::{Algorithm, Family, Solution, SolveError, SolveOptions, Stats, Status};
 use pipeplan_formulations::dawnpiper::balance::{comp_mem_positions, Model};
 use pipeplan_formulations::Instance;
 use std::collections::HashMap;
@@ -225,10 +223,6 @@ impl Algorithm for Dawnpiper {
 
     fn exact(&self) -> bool {
         false
-    }
-
-    fn supports(&self, _inst: &Instance) -> Result<(), Unsupported> {
-        Ok(())
     }
 
     fn solve(&self, inst: &Instance, opts: &SolveOptions) -> Result<Solution, SolveError> {

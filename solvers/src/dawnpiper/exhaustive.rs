@@ -9,9 +9,7 @@
 use super::bipar::describe;
 use super::options::{Comm, DpOptions};
 use super::stages::{build, StageCache};
-use crate::algorithm::{
-    Algorithm, Family, Solution, SolveError, SolveOptions, Stats, Status, Unsupported,
-};
+use crate::algorithm::{Algorithm, Family, Solution, SolveError, SolveOptions, Stats, Status};
 use pipeplan_formulations::dawnpiper::balance::Model;
 use pipeplan_formulations::{InputError, Instance};
 use std::time::Instant;
@@ -97,10 +95,6 @@ impl Algorithm for Exhaustive {
 
     fn exact(&self) -> bool {
         true
-    }
-
-    fn supports(&self, _inst: &Instance) -> Result<(), Unsupported> {
-        Ok(())
     }
 
     fn solve(&self, inst: &Instance, opts: &SolveOptions) -> Result<Solution, SolveError> {

@@ -33,7 +33,7 @@
 use super::valid_period::{async_schedule, valid_period, ValidPeriod, MEM_TOL};
 use crate::algorithm::{
     solution, Algorithm, Claimed, Family, Objective, Solution, SolveError, SolveOptions, Stats,
-    Status, Unsupported,
+    Status,
 };
 use pipeplan_formulations::cost::weight_versions;
 use pipeplan_formulations::instance::{Chain, ScheduleKind};
@@ -417,9 +417,6 @@ impl Algorithm for ExactContiguous {
     }
     fn exact(&self) -> bool {
         true
-    }
-    fn supports(&self, _: &Instance) -> Result<(), Unsupported> {
-        Ok(())
     }
     fn solve(&self, inst: &Instance, opts: &SolveOptions) -> Result<Solution, SolveError> {
         opts.check_params(self.name(), &["fewer"])?;

@@ -50,7 +50,7 @@
 use super::valid_period::{async_schedule, valid_period_of_plan, ValidPeriodError};
 use crate::algorithm::{
     solution, Algorithm, Claimed, Family, Objective, Solution, SolveError, SolveOptions, Stats,
-    Status, Unsupported,
+    Status,
 };
 use pipeplan_formulations::instance::ScheduleKind;
 use pipeplan_formulations::units::fmt_bytes;
@@ -589,9 +589,6 @@ impl Algorithm for PipeDream {
     }
     fn exact(&self) -> bool {
         false
-    }
-    fn supports(&self, _: &Instance) -> Result<(), Unsupported> {
-        Ok(())
     }
     fn solve(&self, inst: &Instance, opts: &SolveOptions) -> Result<Solution, SolveError> {
         opts.check_params(

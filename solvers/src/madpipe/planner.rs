@@ -9,7 +9,6 @@ use super::exact_contiguous::ASYNC_PERIOD;
 use super::schedule_ilp::{least_period, IlpOptions};
 use crate::algorithm::{
     solution, Algorithm, Claimed, Family, Objective, Solution, SolveError, SolveOptions, Status,
-    Unsupported,
 };
 use pipeplan_formulations::units::fmt_ms;
 use pipeplan_formulations::Instance;
@@ -38,10 +37,6 @@ impl Algorithm for Madpipe {
 
     fn exact(&self) -> bool {
         false
-    }
-
-    fn supports(&self, _inst: &Instance) -> Result<(), Unsupported> {
-        Ok(())
     }
 
     fn solve(&self, inst: &Instance, opts: &SolveOptions) -> Result<Solution, SolveError> {
