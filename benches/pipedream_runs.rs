@@ -48,38 +48,7 @@ fn solve(dir: &Path, recorded: &OptimizerRun) -> f64 {
 /// The command-line equivalent: `pipeplan import ... -o -` piped into `pipeplan solve - ...`.
 fn command_line(dir: &Path, run: &OptimizerRun) -> (Vec<String>, Vec<String>) {
     let e = run.equivalent(dir).unwrap_or_else(|m| panic!("{m}"));
-    let c = &e.cluster;
-    let mut import: Vec<String> = [
-        "import",
-        "--from",
-        "pipedream",
-        &e.graph.display().to_string(),
-        "--gpus",
-        &c.gpus.to_string(),
-        "--memory",
-        &c.memory.to_string(),
-        "--bandwidth",
-        &c.bandwidth.intra_node.to_string(),
-        "-o",
-        "-",
-    ]
-    .map(String::from)
-    .to_vec();
-    if let (Some(n), Some(b)) = (c.gpus_per_node, c.bandwidth.inter_node) {
-        import.extend([
-            "--gpus-per-node".into(),
-            n.to_string(),
-            "--inter-node-bandwidth".into(),
-            b.to_string(),
-        ]);
-    }
-    let mut solve: Vec<String> = ["solve", "-", "--algo", "pipedream"]
-        .map(String::from)
-        .to_vec();
-    for (k, v) in &e.params {
-        solve.extend(["--set".into(), format!("{k}={v}")]);
-    }
-    (import, solve)
+    (e.import_args("-"), e.solve_args("-"))
 }
 
 /// Whole-process time of the two commands joined by a pipe, as a shell runs `import | solve`

@@ -32,47 +32,13 @@ fn pipeplan(args: &[String]) -> std::process::Output {
         .expect("runs")
 }
 
-/// The `import` and `solve` arguments equivalent to a recorded command.
+/// The `import` and `solve --json` arguments equivalent to a recorded command.
 fn equivalent(dir: &Path, run: &OptimizerRun, instance: &Path) -> (Vec<String>, Vec<String>) {
     let e = run.equivalent(dir).unwrap_or_else(|m| panic!("{m}"));
-    let c = &e.cluster;
-    let mut import: Vec<String> = [
-        "import",
-        "--from",
-        "pipedream",
-        &e.graph.display().to_string(),
-        "--gpus",
-        &c.gpus.to_string(),
-        "--memory",
-        &c.memory.to_string(),
-        "--bandwidth",
-        &c.bandwidth.intra_node.to_string(),
-        "-o",
-        &instance.display().to_string(),
-    ]
-    .map(String::from)
-    .to_vec();
-    if let (Some(per_node), Some(inter)) = (c.gpus_per_node, c.bandwidth.inter_node) {
-        import.extend([
-            "--gpus-per-node".into(),
-            per_node.to_string(),
-            "--inter-node-bandwidth".into(),
-            inter.to_string(),
-        ]);
-    }
-    let mut solve: Vec<String> = [
-        "solve",
-        &instance.display().to_string(),
-        "--algo",
-        "pipedream",
-        "--json",
-    ]
-    .map(String::from)
-    .to_vec();
-    for (k, v) in &e.params {
-        solve.extend(["--set".into(), format!("{k}={v}")]);
-    }
-    (import, solve)
+    let path = instance.display().to_string();
+    let mut solve = e.solve_args(&path);
+    solve.push("--json".into());
+    (e.import_args(&path), solve)
 }
 
 #[test]

@@ -18,8 +18,8 @@
 //!   or folders holding `allreduce_bandwidth_<n>nodes_<g>gpus_per_node.json`,
 //!   `p2p_bandwidth_<n>nodes_<g>gpus_per_node.json`, `overlap_coefficient.json`.
 
-use super::fit;
 use super::profile::{Hardware, LayerType, LayerTypes, Other, OtherMemory, EXTENSION};
+use super::profile_modes::{fitted_time, mode, seq_range};
 use super::settings::Settings;
 use crate::error::InputError;
 use crate::instance::{Bandwidth, Cluster, Instance, Layer, Model, Precision, Training, FORMAT};
@@ -29,7 +29,7 @@ use std::path::{Path, PathBuf};
 
 const MB: f64 = 1024.0 * 1024.0;
 
-fn field(f: impl Into<String>, m: impl Into<String>) -> InputError {
+pub(super) fn field(f: impl Into<String>, m: impl Into<String>) -> InputError {
     InputError::field(f, m)
 }
 
@@ -81,7 +81,7 @@ fn read_ordered(path: &Path) -> Result<Vec<(String, Value)>, InputError> {
     Ok(o.0)
 }
 
-fn num(v: &Value, path: &Path, key: &str) -> Result<f64, InputError> {
+pub(super) fn num(v: &Value, path: &Path, key: &str) -> Result<f64, InputError> {
     v.as_f64()
         .filter(|x| x.is_finite())
         .ok_or_else(|| field(key, "expected a finite number").in_file(path))
@@ -146,24 +146,6 @@ fn by_seq<'a>(v: &'a Value, seq: &str) -> &'a Value {
         Some(inner) => inner,
         None => v,
     }
-}
-
-/// The shortest and longest sequence lengths a memory profile entry is keyed by.
-fn seq_range(v: &Value, key: &str, path: &Path) -> Result<(f64, f64), InputError> {
-    let seqs: Vec<f64> = v
-        .as_object()
-        .map(|m| m.keys().filter_map(|k| k.parse::<f64>().ok()).collect())
-        .unwrap_or_default();
-    let min = seqs.iter().copied().fold(f64::INFINITY, f64::min);
-    let max = seqs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    if seqs.is_empty() {
-        return Err(field(
-            key,
-            "memory_profile_mode=sequence needs entries keyed by sequence length",
-        )
-        .in_file(path));
-    }
-    Ok((min, max))
 }
 
 fn tp_map(v: &Value, path: &Path, key: &str) -> Result<BTreeMap<String, f64>, InputError> {
@@ -262,62 +244,6 @@ pub fn not_emulated(doc: &Value) -> Result<Vec<String>, InputError> {
             (!modelled.contains(&v.as_str())).then(|| format!("{key}={v}"))
         })
         .collect())
-}
-
-/// A profile mode argument, `static` when absent or not emulated.
-fn mode(config: &Map<String, Value>, key: &str) -> &'static str {
-    match config.get(key).and_then(Value::as_str) {
-        Some("sequence") => "sequence",
-        _ => "static",
-    }
-}
-
-/// `(sequence length, time)` of the batch-1 entries `<prefix>..._bsz1_seq<n>` of a computation
-/// profile, in file order.
-fn batch1_points(
-    time: &[(String, Value)],
-    prefix: &str,
-    path: &Path,
-) -> Result<(Vec<f64>, Vec<f64>), InputError> {
-    let mut x = Vec::new();
-    let mut y = Vec::new();
-    for (k, v) in time {
-        if k.starts_with(prefix) && k.contains("_bsz1_") {
-            let seq = k
-                .rsplit("seq")
-                .next()
-                .and_then(|t| t.parse::<f64>().ok())
-                .ok_or_else(|| field(k, "expected a key ending in seq<length>").in_file(path))?;
-            x.push(seq);
-            y.push(num(v, path, k)?);
-        }
-    }
-    Ok((x, y))
-}
-
-/// The engine's `sequence` time mode: the batch-1 times of `prefix` fitted by a polynomial of
-/// `degree` in the sequence length, at `seq`.
-fn fitted_time(
-    time: &[(String, Value)],
-    prefix: &str,
-    degree: usize,
-    seq: f64,
-    path: &Path,
-) -> Result<f64, InputError> {
-    let (x, y) = batch1_points(time, prefix, path)?;
-    let c = fit::polyfit(&x, &y, degree).ok_or_else(|| {
-        field(
-            format!("{prefix}*_bsz1_seq*"),
-            format!(
-                "time_profile_mode=sequence fits a degree-{degree} polynomial: needs {} \
-                 distinct sequence lengths, found {}",
-                degree + 1,
-                x.len()
-            ),
-        )
-        .in_file(path)
-    })?;
-    Ok(fit::polyval(&c, seq))
 }
 
 /// Reads the profiles the `config` names and builds the instance. `config` is either the flat

@@ -17,6 +17,7 @@ pub mod derive;
 pub mod fit;
 pub mod import;
 pub mod profile;
+mod profile_modes;
 pub mod settings;
 pub mod strategy;
 

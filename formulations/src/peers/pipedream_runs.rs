@@ -138,6 +138,48 @@ pub struct Equivalent {
     pub params: BTreeMap<String, String>,
 }
 
+impl Equivalent {
+    /// `pipeplan import` arguments writing the instance to `out` (`-`: standard output).
+    pub fn import_args(&self, out: &str) -> Vec<String> {
+        let c = &self.cluster;
+        let mut args: Vec<String> = vec![
+            "import".into(),
+            "--from".into(),
+            "pipedream".into(),
+            self.graph.display().to_string(),
+            "--gpus".into(),
+            c.gpus.to_string(),
+            "--memory".into(),
+            c.memory.to_string(),
+            "--bandwidth".into(),
+            c.bandwidth.intra_node.to_string(),
+            "-o".into(),
+            out.into(),
+        ];
+        if let (Some(per_node), Some(inter)) = (c.gpus_per_node, c.bandwidth.inter_node) {
+            args.extend([
+                "--gpus-per-node".into(),
+                per_node.to_string(),
+                "--inter-node-bandwidth".into(),
+                inter.to_string(),
+            ]);
+        }
+        args
+    }
+
+    /// `pipeplan solve --algo pipedream` arguments on `instance` (`-`: standard input), with
+    /// the run's settings.
+    pub fn solve_args(&self, instance: &str) -> Vec<String> {
+        let mut args: Vec<String> = ["solve", instance, "--algo", "pipedream"]
+            .map(String::from)
+            .to_vec();
+        for (k, v) in &self.params {
+            args.extend(["--set".into(), format!("{k}={v}")]);
+        }
+        args
+    }
+}
+
 impl OptimizerRun {
     fn one(&self, flag: &str) -> Option<&str> {
         self.flags

@@ -48,20 +48,22 @@ pub struct Assignment {
 const NONE: u16 = u16::MAX;
 
 impl StageDp {
+    /// Budgets above the sum of the layers' largest footprints behave like that sum (no
+    /// constraint binds), so tables stop there and reads clamp their budget to it.
+    fn cap(&self) -> usize {
+        self.mem
+            .iter()
+            .map(|r| r.iter().copied().max().unwrap_or(0))
+            .sum()
+    }
+
     /// Fills the dense table for budgets `0..=budget`; any larger budget may be queried too.
     /// Ties keep the first strategy (the engine's `argmin`). The reference for [`StageDp::solve`].
     pub fn solve_dense(&self, budget: usize) -> DenseTable {
         let layers = self.mem.len();
         let ns = self.mem.first().map_or(0, Vec::len);
         assert!(ns < NONE as usize, "too many strategies");
-        // Budgets above the sum of the layers' largest footprints behave like that sum (no
-        // constraint binds), so the table stops there; `best` clamps its budget to it.
-        let cap: usize = self
-            .mem
-            .iter()
-            .map(|r| r.iter().copied().max().unwrap_or(0))
-            .sum();
-        let budget = budget.min(cap);
+        let budget = budget.min(self.cap());
         let width = budget + 1;
         let mut f = vec![0.0f64; width * ns];
         let mut mark = vec![NONE; layers * width * ns];
@@ -108,40 +110,61 @@ impl StageDp {
 impl DenseTable {
     /// The best assignment within `budget` units (`None` when nothing fits).
     pub fn best(&self, budget: usize) -> Option<Assignment> {
-        let ns = self.strategies;
-        let layers = self.mem.len();
-        if ns == 0 || layers == 0 {
-            return None;
-        }
-        let slack = budget.saturating_sub(self.budget);
-        let budget = budget - slack;
-        let row = &self.f[budget * ns..(budget + 1) * ns];
-        let mut s = 0;
-        for (i, &c) in row.iter().enumerate() {
-            if c < row[s] {
-                s = i;
-            }
-        }
-        let cost = row[s];
-        if cost.is_infinite() || cost.is_nan() {
-            return None;
-        }
-        let width = self.budget + 1;
-        let mut out = vec![0; layers];
-        out[layers - 1] = s;
-        let mut v = budget;
-        for l in (1..layers).rev() {
-            let prev = self.mark[(l * width + v) * ns + s] as usize;
-            v -= self.mem[l][s];
-            s = prev;
-            out[l - 1] = s;
-        }
-        Some(Assignment {
-            cost,
-            strategies: out,
-            remaining: v - self.mem[0][s] + slack,
-        })
+        let (ns, width) = (self.strategies, self.budget + 1);
+        read(
+            &self.mem,
+            ns,
+            self.budget,
+            budget,
+            |s, v| self.f[v * ns + s],
+            |l, s, v| self.mark[(l * width + v) * ns + s] as usize,
+        )
     }
+}
+
+/// The engine's reading of a filled table at `budget` (clamped to the table's `table_budget`,
+/// the rest counted as unused): the first strategy of least cost after the last layer, then the
+/// back-pointers `prev_at(layer, strategy, budget)` down to the first layer.
+fn read(
+    mem: &[Vec<usize>],
+    ns: usize,
+    table_budget: usize,
+    budget: usize,
+    cost_at: impl Fn(usize, usize) -> f64,
+    prev_at: impl Fn(usize, usize, usize) -> usize,
+) -> Option<Assignment> {
+    let layers = mem.len();
+    if ns == 0 || layers == 0 {
+        return None;
+    }
+    let slack = budget.saturating_sub(table_budget);
+    let budget = budget - slack;
+    let mut s = 0;
+    let mut cost = f64::INFINITY;
+    for i in 0..ns {
+        let c = cost_at(i, budget);
+        if c < cost {
+            cost = c;
+            s = i;
+        }
+    }
+    if cost.is_infinite() || cost.is_nan() {
+        return None;
+    }
+    let mut out = vec![0; layers];
+    out[layers - 1] = s;
+    let mut v = budget;
+    for l in (1..layers).rev() {
+        let prev = prev_at(l, s, v);
+        v -= mem[l][s];
+        s = prev;
+        out[l - 1] = s;
+    }
+    Some(Assignment {
+        cost,
+        strategies: out,
+        remaining: v - mem[0][s] + slack,
+    })
 }
 
 /// One step of `f[.][s]` of a layer: from memory `start` on (until the next step), the cost
@@ -177,12 +200,7 @@ impl StageDp {
         let layers = self.mem.len();
         let ns = self.mem.first().map_or(0, Vec::len);
         assert!(ns < NONE as usize, "too many strategies");
-        let cap: usize = self
-            .mem
-            .iter()
-            .map(|r| r.iter().copied().max().unwrap_or(0))
-            .sum();
-        let budget = budget.min(cap);
+        let budget = budget.min(self.cap());
         let mut steps: Vec<Vec<Vec<Step>>> = Vec::with_capacity(layers);
         // Before the first layer every strategy costs 0 at every budget.
         let mut prev: Vec<Vec<Step>> = vec![
@@ -261,42 +279,19 @@ impl StageDp {
 impl Table {
     /// The best assignment within `budget` units (`None` when nothing fits).
     pub fn best(&self, budget: usize) -> Option<Assignment> {
-        let ns = self.strategies;
-        let layers = self.mem.len();
-        if ns == 0 || layers == 0 {
-            return None;
-        }
-        let slack = budget.saturating_sub(self.budget);
-        let budget = budget - slack;
-        let last = &self.steps[layers - 1];
-        let mut s = 0;
-        let mut cost = f64::INFINITY;
-        for (i, row) in last.iter().enumerate() {
-            let c = at(row, budget).map_or(f64::INFINITY, |st| st.value);
-            if c < cost {
-                cost = c;
-                s = i;
-            }
-        }
-        if cost.is_infinite() || cost.is_nan() {
-            return None;
-        }
-        let mut out = vec![0; layers];
-        out[layers - 1] = s;
-        let mut v = budget;
-        for l in (1..layers).rev() {
-            let prev = at(&self.steps[l][s], v)
-                .expect("a finite state has a step")
-                .arg as usize;
-            v -= self.mem[l][s];
-            s = prev;
-            out[l - 1] = s;
-        }
-        Some(Assignment {
-            cost,
-            strategies: out,
-            remaining: v - self.mem[0][s] + slack,
-        })
+        let last = self.steps.len().checked_sub(1)?;
+        read(
+            &self.mem,
+            self.strategies,
+            self.budget,
+            budget,
+            |s, v| at(&self.steps[last][s], v).map_or(f64::INFINITY, |st| st.value),
+            |l, s, v| {
+                at(&self.steps[l][s], v)
+                    .expect("a finite state has a step")
+                    .arg as usize
+            },
+        )
     }
 
     /// Steps kept over all layers and strategies (the dense table holds one entry per memory

@@ -12,9 +12,11 @@
 //! partitions explored per pipeline degree.
 
 pub mod bmw;
+mod division;
 pub mod dp;
 pub mod plan;
 pub mod search;
+pub mod stage_call;
 
 use crate::algorithm::{
     solution, Algorithm, Claimed, Family, Objective, Solution, SolveError, SolveOptions, Stats,

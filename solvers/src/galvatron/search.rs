@@ -96,9 +96,9 @@ pub struct Engine<'a> {
     pub lt: &'a LayerTypes,
     /// The strategy space.
     pub strategies: Vec<Strategy>,
-    types: Vec<usize>,
+    pub(crate) types: Vec<usize>,
     /// Usable budget in units (after the cache reserve).
-    budget_units: usize,
+    pub(crate) budget_units: usize,
     /// Cache reserve (MB).
     mem_cache: f64,
     /// Budget after the reserve (MB).
@@ -189,7 +189,7 @@ impl<'a> Engine<'a> {
     }
 
     /// The strategies a task allows and its micro-batch size per pipeline degree.
-    fn task_space(&self, t: &Task) -> (Vec<Strategy>, HashMap<u32, u64>) {
+    pub(crate) fn task_space(&self, t: &Task) -> (Vec<Strategy>, HashMap<u32, u64>) {
         let gpus = self.lt.settings.gpu_num();
         let group = |pp: u32| (gpus / pp / t.min_tp) as u64;
         let mut st: Vec<Strategy> = self
@@ -215,7 +215,7 @@ impl<'a> Engine<'a> {
         (st, mbsz)
     }
 
-    fn memory_call(&self, t: &Task, mbsz: u64, stage: usize) -> MemoryCall {
+    pub(crate) fn memory_call(&self, t: &Task, mbsz: u64, stage: usize) -> MemoryCall {
         MemoryCall {
             bsz: t.bsz,
             mbsz,
@@ -226,121 +226,8 @@ impl<'a> Engine<'a> {
         }
     }
 
-    /// The engine's even division.
-    pub fn even(&self, pp: usize) -> Vec<usize> {
-        let total = self.types.len();
-        let avg = total / pp;
-        let mut v = vec![avg; pp - 1];
-        v.push(total - avg * (pp - 1));
-        v
-    }
-
-    /// The engine's `pp_division_memory_balanced`.
-    pub fn memory_balanced(
-        &self,
-        pp: u32,
-        t: &Task,
-        mbsz: u64,
-        st: &[Strategy],
-    ) -> Result<Option<Vec<usize>>, String> {
-        if pp == 1 {
-            return Ok(Some(vec![self.types.len()]));
-        }
-        let Some(first) = st.iter().find(|s| s.pp == pp) else {
-            return Ok(None);
-        };
-        let gpus = self.lt.settings.gpu_num();
-        let mut call = self.memory_call(t, mbsz, 0);
-        call.pipeline = PipelineType::Gpipe;
-        call.min_tp = 1;
-        let plain = Strategy {
-            pp,
-            tp: 1,
-            dp: gpus / pp,
-            consec: None,
-            fsdp: None,
-            cpt: false,
-        };
-        let per_type: Vec<f64> = (0..self.lt.types.len())
-            .map(|ty| layer_memory(self.lt, ty, &plain, &call).map(|m| m.total))
-            .collect::<Result<_, _>>()?;
-        let other = layer_memory(self.lt, 0, first, &call)?;
-        let other = other
-            .other
-            .iter()
-            .find(|(k, _)| *k == 1)
-            .map(|(_, v)| v.clone());
-        let Some(other) = other else { return Ok(None) };
-        let layers: Vec<f64> = self.types.iter().map(|&ty| per_type[ty]).collect();
-        let pp = pp as usize;
-        let avg = (layers.iter().sum::<f64>() + other.iter().sum::<f64>()) / pp as f64;
-        let mut divide = vec![0usize; pp];
-        let mut stage_mem = other.clone();
-        let mut idx = 0;
-        for i in 0..pp {
-            while idx < layers.len() {
-                if i < pp - 1 && avg - stage_mem[i] < 0.5 * layers[idx] {
-                    break;
-                }
-                stage_mem[i] += layers[idx];
-                idx += 1;
-                divide[i] += 1;
-            }
-        }
-        for i in 0..pp - 1 {
-            let left: usize = divide[..i].iter().sum();
-            let mut right: usize = divide[..=i].iter().sum();
-            let mut cur = layers[left..right].iter().sum::<f64>() + other[i];
-            while cur > avg * 1.3 {
-                divide[i] = divide[i].wrapping_sub(1);
-                divide[i + 1] += 1;
-                right -= 1;
-                cur -= layers[right];
-            }
-        }
-        let mut d: Vec<i64> = divide.iter().map(|&x| x as i64).collect();
-        for i in 0..pp - 1 {
-            while d[i] <= 0 {
-                d[i] += 1;
-                d[i + 1] -= 1;
-            }
-        }
-        for i in (1..pp).rev() {
-            while d[i] <= 0 {
-                d[i] += 1;
-                d[i - 1] -= 1;
-            }
-        }
-        if d.iter().any(|&x| x <= 0) {
-            return Ok(None);
-        }
-        Ok(Some(d.into_iter().map(|x| x as usize).collect()))
-    }
-
-    /// Time-balanced division: contiguous partition minimizing the largest stage sum of each
-    /// layer's fastest strategy time (ties: the earliest cut).
-    pub fn time_balanced(&self, pp: usize, intra: &[Vec<f64>]) -> Vec<usize> {
-        let w: Vec<f64> = intra
-            .iter()
-            .map(|r| r.iter().copied().fold(f64::INFINITY, f64::min))
-            .collect();
-        let mut prefix = vec![0.0];
-        for x in &w {
-            prefix.push(prefix[prefix.len() - 1] + x);
-        }
-        let ends =
-            crate::minmax::min_max_partition(w.len(), pp, |_, k, l| prefix[l] - prefix[k]).ends;
-        let mut out = Vec::with_capacity(pp);
-        let mut start = 0;
-        for e in ends {
-            out.push(e + 1 - start);
-            start = e + 1;
-        }
-        out
-    }
-
     /// The DP input of stage `stage` holding layers `start..start + n`.
-    fn stage_dp(&self, pd: &PpData, start: usize, n: usize, stage: usize) -> StageDp {
+    pub(crate) fn stage_dp(&self, pd: &PpData, start: usize, n: usize, stage: usize) -> StageDp {
         let mem_rows = &pd.mem[if pd.per_stage_mem { stage } else { 0 }];
         StageDp {
             mem: mem_rows[start..start + n].to_vec(),
@@ -357,27 +244,17 @@ impl<'a> Engine<'a> {
         }
     }
 
-    /// One stage DP as the engine's DP core receives and answers it, for replays against its
-    /// recorded calls: the task `t` at pipeline degree `pp` with layers per stage `partition`;
-    /// `None` when the task has no strategy at that degree.
-    pub fn stage_call(
+    /// A stage table read for every vocabulary-tp degree: the budget left by that degree's
+    /// embedding/head memory, and the total cost with its embedding/head time added, as the
+    /// engine's DP core answers.
+    pub(crate) fn stage_answers(
         &self,
-        t: &Task,
-        pp: u32,
-        partition: &[usize],
+        pd: &PpData,
+        table: &Table,
         stage: usize,
-    ) -> Result<Option<StageCall>, String> {
-        let (st, mbsz) = self.task_space(t);
-        let Some(&m) = mbsz.get(&pp) else {
-            return Ok(None);
-        };
-        let pd = self.pp_data(t, pp, &st, m)?;
-        let start: usize = partition[..stage].iter().sum();
-        let dp = self.stage_dp(&pd, start, partition[stage], stage);
-        let table = dp.solve(self.budget_units);
+    ) -> Vec<(u32, Option<Assignment>)> {
         let unit = self.lt.settings.memory_unit_mb;
-        let answers = pd
-            .other_mem
+        pd.other_mem
             .iter()
             .map(|(k, other)| {
                 let time = pd
@@ -395,20 +272,12 @@ impl<'a> Engine<'a> {
                     });
                 (*k, got)
             })
-            .collect();
-        Ok(Some(StageCall {
-            strategies: pd.set.clone(),
-            budget_units: self.budget_units,
-            other_mem: pd.other_mem.iter().map(|(k, v)| (*k, v[stage])).collect(),
-            other_time: pd.other_time.iter().map(|o| (o.vtp, o.dp[stage])).collect(),
-            dp,
-            answers,
-        }))
+            .collect()
     }
 
     /// Runs the stage DPs and the pipeline cost of one partition (the engine's
     /// `_build_dp_and_run_multi_layer_type` after the division).
-    fn run_partition(
+    pub(crate) fn evaluate(
         &self,
         pd: &PpData,
         partition: &[usize],
@@ -425,18 +294,7 @@ impl<'a> Engine<'a> {
                 counters.dp_calls += 1;
                 self.stage_dp(pd, start, n, i).solve(self.budget_units)
             });
-            let per_k = pd
-                .other_mem
-                .iter()
-                .map(|(k, other)| {
-                    let got = self
-                        .budget_units
-                        .checked_sub(units(other[i], unit))
-                        .and_then(|b| table.best(b));
-                    (*k, got.map(|a| (a.strategies, a.remaining)))
-                })
-                .collect();
-            answers.push(StageAnswer { per_k });
+            answers.push(self.stage_answers(pd, table, i));
             start += n;
         }
         let mut best: Option<PpResult> = None;
@@ -451,14 +309,13 @@ impl<'a> Engine<'a> {
             let mut ok = true;
             for a in &answers {
                 match a
-                    .per_k
                     .iter()
                     .find(|(kk, _)| kk == k)
                     .and_then(|(_, r)| r.as_ref())
                 {
-                    Some((s, remaining)) => {
-                        all.extend(s.iter().map(|&j| pd.set[j]));
-                        mem.push(self.max_mem - *remaining as f64 * unit + self.mem_cache);
+                    Some(got) => {
+                        all.extend(got.strategies.iter().map(|&j| pd.set[j]));
+                        mem.push(self.max_mem - got.remaining as f64 * unit + self.mem_cache);
                     }
                     None => ok = false,
                 }
@@ -494,7 +351,13 @@ impl<'a> Engine<'a> {
     }
 
     /// Precomputes the per-layer costs of one (task, pp).
-    fn pp_data(&self, t: &Task, pp: u32, st: &[Strategy], mbsz: u64) -> Result<PpData, String> {
+    pub(crate) fn pp_data(
+        &self,
+        t: &Task,
+        pp: u32,
+        st: &[Strategy],
+        mbsz: u64,
+    ) -> Result<PpData, String> {
         let lt = self.lt;
         let gpus = lt.settings.gpu_num();
         let set: Vec<Strategy> = st.iter().filter(|s| s.pp == pp).copied().collect();
@@ -624,15 +487,15 @@ impl<'a> Engine<'a> {
                 self.lt.types.len() == 1 && self.lt.settings.quirks.even_division_single_type;
             let res = match division {
                 Division::Engine if single => {
-                    self.run_partition(&pd, &self.even(pp as usize), counters, tables)?
+                    self.evaluate(&pd, &self.even(pp as usize), counters, tables)?
                 }
                 Division::Engine | Division::Memory => match self.memory_balanced(pp, t, m, &st)? {
-                    Some(p) => self.run_partition(&pd, &p, counters, tables)?,
+                    Some(p) => self.evaluate(&pd, &p, counters, tables)?,
                     None => None,
                 },
                 Division::Time => {
                     let p = self.time_balanced(pp as usize, &pd.intra);
-                    self.run_partition(&pd, &p, counters, tables)?
+                    self.evaluate(&pd, &p, counters, tables)?
                 }
                 Division::Bmw { max_partitions } => {
                     super::bmw::adjust(self, &pd, pp, t, m, &st, max_partitions, counters, tables)?
@@ -711,24 +574,6 @@ impl<'a> Engine<'a> {
     }
 }
 
-/// One stage DP call (see [`Engine::stage_call`]).
-#[derive(Debug, Clone)]
-pub struct StageCall {
-    /// The strategies of the pipeline degree, in the DP's column order.
-    pub strategies: Vec<Strategy>,
-    /// Memory units, layer costs and transitions of the stage's layers.
-    pub dp: StageDp,
-    /// The budget (memory units).
-    pub budget_units: usize,
-    /// Embedding/head memory per vocabulary-tp degree (MB, whole).
-    pub other_mem: Vec<(u32, f64)>,
-    /// Embedding/head time per vocabulary-tp degree (s).
-    pub other_time: Vec<(u32, f64)>,
-    /// Per vocabulary-tp degree: total cost (layers, transitions and embedding/head time),
-    /// strategy index per layer and unused units; `None` when nothing fits.
-    pub answers: Vec<(u32, Option<Assignment>)>,
-}
-
 /// Per-(task, pp) precomputed costs.
 pub(crate) struct PpData {
     pub(crate) pp: u32,
@@ -745,28 +590,7 @@ pub(crate) struct PpData {
     pub(crate) other_time: Vec<OtherTime>,
 }
 
-/// A stage's strategy indices and unused memory units.
-type StagePlan = (Vec<usize>, usize);
-
 /// Stage DP tables by (pipeline degree, stage, first layer, layers). The tables do not depend on
 /// `embed_sdp` (it changes only the embedding/head memory, i.e. the budget a table is read at),
 /// so the two tasks that differ only in it share them.
 pub(crate) type Tables = HashMap<(u32, usize, usize, usize), Table>;
-
-/// One stage DP's answers per vocabulary-tp degree: strategies and unused units.
-#[derive(Debug, Clone)]
-pub(crate) struct StageAnswer {
-    per_k: Vec<(u32, Option<StagePlan>)>,
-}
-
-impl<'a> Engine<'a> {
-    pub(crate) fn evaluate(
-        &self,
-        pd: &PpData,
-        partition: &[usize],
-        counters: &mut Counters,
-        tables: &mut Tables,
-    ) -> Result<Option<PpResult>, String> {
-        self.run_partition(pd, partition, counters, tables)
-    }
-}

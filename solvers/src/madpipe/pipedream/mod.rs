@@ -1,0 +1,343 @@
+//! `pipedream`: PipeDream's planner (Narayanan et al., SOSP 2019), as its optimizer code computes
+//! it (msr-fiddle/pipedream `optimizer/optimizer_graph_hierarchical.py`), followed by the valid
+//! period of its partition under 1F1B*, which is how the MadPipe paper (§5) judges it: PipeDream's own pipeline model assumes at most P micro-batches in
+//! flight and is "very optimistic" (the paper's dashed lines); the period a memory-valid 1F1B*
+//! schedule reaches on its partition is the solid line.
+//!
+//! # PipeDream's dynamic program
+//!
+//! `A[j][m]` = least pipeline time of layers `0..=j` on `m + 1` machines. A single stage on
+//! `m + 1` replicas takes `(U + 4 m W / (beta (m + 1))) / (m + 1)` (compute plus its data-parallel
+//! weight synchronisation, shared by the replicas). A split after layer `k` puts layers
+//! `k+1..=j` on `m'` replicas after `A[k][m - m']`; the pipeline time is the max of the prefix's,
+//! the last stage's `(U + 4 (m' - 1) W / (beta m')) / m'`, and the transfers into and out of it,
+//! `2 a / (beta m')` (activation forward plus gradient back over `m'` lanes; `a` = bytes crossing
+//! the cut). Every machine is used (`--use_fewer_machines` off). Straight pipeline (the default
+//! here, as the MadPipe paper compares: one GPU per stage): `m' = 1` and exactly P stages;
+//! `--set replicate=true` allows replicated (data-parallel) stages.
+//!
+//! **Memory check** (`--use_memory_constraint`; on by default here, `--set memory_check=false`
+//! turns it off): a stage of activations `A` (sum of its layers' *outputs*) and parameters `W` on
+//! `m'` replicas, with `m + 1` machines used up to it, is rejected when
+//! `(A + W) ceil((N - (m + 1)) / m') > M`. It counts one weight version, no gradient or optimizer
+//! state and no buffers, and the last stage always passes: rough, as the MadPipe paper says.
+//!
+//! Transfers enter the max only with `--set activation_compression_ratio=<r>` (divided by `r`;
+//! default 1, as the optimizer's README demo runs it); `=none` ignores them, as the optimizer
+//! does without its `--activation_compression_ratio` flag (the earlier `optimizer.py` and the
+//! paper always count them). Ties go to the first split found (smallest `k`, then fewest
+//! replicas); PipeDream iterates a Python set there, so its ties are arbitrary. On a chain,
+//! PipeDream's antichain states are the layers and a state's output size is the layer's `cut`.
+//!
+//! # Levels
+//!
+//! On a cluster of several full nodes, all GPUs used, the search runs level by level as the
+//! optimizer's `-n <gpus per node> <nodes> -b <intra> <inter>` does: the lower level fills
+//! `A[i][j][m]` for every start `i` (the best pipeline of layers `i..=j` inside one node);
+//! the upper level then partitions the chain over nodes with that time as a range's compute,
+//! its weight synchronisation at the inter-node bandwidth (divided by the GPUs of a node for a
+//! range that starts the pipeline, as the optimizer computes it, not for later ranges). Each
+//! upper stage on `r` nodes is split by the lower level identically in each of its nodes.
+//! Otherwise one level of every GPU is searched at the slowest link the pipeline crosses.
+//!
+//! # Claims
+//!
+//! The claimed objective is PipeDream's own `A[L-1][N-1]` ("pipedream max stage time", also in
+//! `claimed.period_ms`, as PipeDream predicts a period). The plan carries the valid period, also
+//! stated in the notes; when no period fits the memory, the solve fails with the GPU that does
+//! not fit.
+
+use super::valid_period::{async_schedule, valid_period_of_plan, ValidPeriodError};
+use crate::algorithm::{
+    solution, Algorithm, Claimed, Family, Objective, Solution, SolveError, SolveOptions, Stats,
+    Status,
+};
+use pipeplan_formulations::instance::ScheduleKind;
+use pipeplan_formulations::units::fmt_bytes;
+use pipeplan_formulations::{InputError, Instance, Plan, Stage};
+
+/// Objective name of PipeDream's own estimate.
+pub const PIPEDREAM_TIME: &str = "pipedream max stage time";
+
+/// PipeDream's planner followed by its valid 1F1B* period (see the module docs).
+pub struct PipeDream;
+
+mod levels;
+pub use levels::{
+    pd_level_objective, pd_objective, pipedream_partition, PdConfig, PdLevel, PdPartition,
+    PdProfile, PdStage,
+};
+
+fn flag(opts: &SolveOptions, key: &str, default: bool) -> Result<bool, SolveError> {
+    match opts.params.get(key).map(String::as_str) {
+        None => Ok(default),
+        Some("true") => Ok(true),
+        Some("false") => Ok(false),
+        Some(v) => Err(SolveError::Input(InputError::field(
+            format!("--set {key}"),
+            format!("expected true or false, found {v:?}"),
+        ))),
+    }
+}
+
+/// `--set activation_compression_ratio=<positive number>|none` (default 1: transfers count in
+/// full, as the optimizer's README demo runs it).
+fn compression_ratio(opts: &SolveOptions) -> Result<Option<f64>, SolveError> {
+    let key = "activation_compression_ratio";
+    match opts.params.get(key).map(String::as_str) {
+        None => Ok(Some(1.0)),
+        Some("none") => Ok(None),
+        Some(v) => match v.parse::<f64>() {
+            Ok(r) if r.is_finite() && r > 0.0 => Ok(Some(r)),
+            _ => Err(SolveError::Input(InputError::field(
+                format!("--set {key}"),
+                format!("expected a positive number or none, found {v:?}"),
+            ))),
+        },
+    }
+}
+
+/// The plan of a PipeDream partition: each stage on its replicas' GPUs.
+pub fn pd_plan(part: &PdPartition) -> Plan {
+    let stages = part
+        .stages
+        .iter()
+        .map(|st| Stage {
+            dp: st.replicas as u32,
+            gpus: st.gpus.clone(),
+            ..Stage::single(st.first, st.last, 0)
+        })
+        .collect();
+    Plan {
+        stages,
+        schedule: async_schedule(None),
+    }
+}
+
+/// The levels searched: one level of every GPU at the slowest link, or, on a cluster of
+/// several full nodes using every GPU, the GPUs of a node then the nodes (the optimizer's
+/// `-n <gpus per node> <nodes> -b <intra> <inter>`).
+fn levels(inst: &Instance, machines: usize) -> Vec<PdLevel> {
+    let (gpus, per_node) = (inst.cluster.gpus as usize, inst.gpus_per_node() as usize);
+    if per_node < gpus && gpus % per_node == 0 && machines == gpus {
+        return vec![
+            PdLevel {
+                machines: per_node,
+                bandwidth: inst.cluster.bandwidth.intra_node,
+            },
+            PdLevel {
+                machines: gpus / per_node,
+                bandwidth: inst.inter_node_bandwidth(),
+            },
+        ];
+    }
+    let used: Vec<u32> = (0..machines as u32).collect();
+    vec![PdLevel {
+        machines,
+        bandwidth: inst.group_bandwidth(&used),
+    }]
+}
+
+fn describe_levels(levels: &[PdLevel]) -> String {
+    levels
+        .iter()
+        .map(|l| format!("{} x {:.3} GB/s", l.machines, l.bandwidth / 1e9))
+        .collect::<Vec<_>>()
+        .join(", then ")
+}
+
+fn describe(part: &PdPartition) -> String {
+    part.stages
+        .iter()
+        .map(|s| {
+            let l = if s.first == s.last {
+                format!("{}", s.first)
+            } else {
+                format!("{}-{}", s.first, s.last)
+            };
+            if s.replicas > 1 {
+                format!("{l} x{}", s.replicas)
+            } else {
+                l
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" | ")
+}
+
+impl Algorithm for PipeDream {
+    fn name(&self) -> &'static str {
+        "pipedream"
+    }
+    fn family(&self) -> Family {
+        Family::Madpipe
+    }
+    fn description(&self) -> &'static str {
+        "PipeDream's partitioning DP (straight; --set replicate=true for data-parallel stages) \
+         with its rough memory check, judged at its valid 1F1B* period"
+    }
+    fn exact(&self) -> bool {
+        false
+    }
+    fn solve(&self, inst: &Instance, opts: &SolveOptions) -> Result<Solution, SolveError> {
+        opts.check_params(
+            self.name(),
+            &["replicate", "memory_check", "activation_compression_ratio"],
+        )?;
+        let replicate = flag(opts, "replicate", false)?;
+        let memory_check = flag(opts, "memory_check", true)?;
+        let activation_compression_ratio = compression_ratio(opts)?;
+        let machines = if replicate {
+            // Machines, not stages: a replicated pipeline may use more GPUs than layers.
+            match opts.stages {
+                None => inst.cluster.gpus as usize,
+                Some(s) if s >= 1 && s <= inst.cluster.gpus as usize => s,
+                Some(s) => {
+                    return Err(SolveError::Input(InputError::field(
+                        "--stages",
+                        format!(
+                            "with replicate=true it is the number of GPUs used: {s} is not in \
+                             1..={}",
+                            inst.cluster.gpus
+                        ),
+                    )))
+                }
+            }
+        } else {
+            opts.stage_count(inst)?
+        };
+        let cfg = PdConfig {
+            levels: levels(inst, machines),
+            replicate,
+            memory_check,
+            memory: inst.cluster.memory,
+            activation_compression_ratio,
+        };
+        let profile = PdProfile::of(inst);
+        let Some(part) = pipedream_partition(&profile, &cfg) else {
+            return Err(SolveError::Infeasible(format!(
+                "PipeDream's memory check ((activations + weights) x ceil((N - machines so far) \
+                 / replicas) <= {} per GPU) rejects every {} on {}; \
+                 --set memory_check=false skips it",
+                fmt_bytes(cfg.memory),
+                if replicate {
+                    "replicated pipeline"
+                } else {
+                    "straight pipeline"
+                },
+                describe_levels(&cfg.levels)
+            )));
+        };
+        let mut plan = pd_plan(&part);
+        let vp = valid_period_of_plan(inst, &plan).map_err(|e| match e {
+            ValidPeriodError::Input(i) => SolveError::Input(i),
+            ValidPeriodError::Memory(m) => SolveError::Infeasible(format!(
+                "PipeDream's partition [{}] has no valid 1F1B* period: {m}",
+                describe(&part)
+            )),
+        })?;
+        plan.schedule = async_schedule(Some(vp.period));
+        let claimed = Claimed {
+            objective: Some(Objective {
+                name: PIPEDREAM_TIME.into(),
+                value: part.time,
+                unit: "ms".into(),
+            }),
+            period_ms: Some(part.time),
+            throughput: (part.time > 0.0).then(|| inst.micro_batch() as f64 / part.time * 1e3),
+            fits: memory_check.then_some(true),
+            ..Claimed::default()
+        };
+        let mut sol = solution(self, inst, plan, claimed, Stats::new(Status::Heuristic));
+        sol.notes.push(format!(
+            "PipeDream's partition [{}] ({} pipeline searched on {}, its memory check {} \
+             (the optimizer's --use_memory_constraint; off by default there), activation \
+             transfers {}); it predicts {:.6} ms per micro-batch",
+            describe(&part),
+            if replicate { "replicated" } else { "straight" },
+            describe_levels(&cfg.levels),
+            if memory_check { "on" } else { "off" },
+            match activation_compression_ratio {
+                Some(r) => format!("divided by a compression ratio of {r}"),
+                None => "ignored (activation_compression_ratio=none)".into(),
+            },
+            part.time
+        ));
+        sol.notes.push(format!(
+            "valid period under 1F1B* (the period of the plan): {:.6} ms, groups {:?} (the \
+             loads alone allow {:.6} ms)",
+            vp.period, vp.groups, vp.max_load
+        ));
+        sol.notes.push(format!(
+            "PipeDream's stashed-data estimates per stage: {}",
+            part.stages
+                .iter()
+                .map(|s| fmt_bytes(s.stashed))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+        if inst.training.schedule != ScheduleKind::Async {
+            sol.notes.push(format!(
+                "asynchronous 1F1B* schedule (the MadPipe family's); the instance's default \
+                 schedule {} is not used",
+                inst.training.schedule
+            ));
+        }
+        Ok(sol)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn profile(compute: &[f64]) -> PdProfile {
+        PdProfile {
+            compute: compute.to_vec(),
+            activation: vec![1e6; compute.len()],
+            parameters: vec![1e6; compute.len()],
+            output: vec![1e6; compute.len()],
+        }
+    }
+
+    fn cfg(machines: usize, replicate: bool) -> PdConfig {
+        PdConfig {
+            replicate,
+            memory: 16e9,
+            ..PdConfig::single(machines, 1e12)
+        }
+    }
+
+    #[test]
+    fn straight_is_min_max_with_exactly_n_stages() {
+        let p = profile(&[4.0, 1.0, 1.0, 1.0, 1.0, 4.0]);
+        let part = pipedream_partition(&p, &cfg(3, false)).unwrap();
+        let ranges: Vec<_> = part.stages.iter().map(|s| (s.first, s.last)).collect();
+        assert_eq!(ranges, vec![(0, 0), (1, 4), (5, 5)]);
+        assert!((part.time - 4.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn replication_splits_a_heavy_layer() {
+        // A heavy layer and a light one with many parameters (expensive to replicate): 3
+        // replicas of the heavy layer (9 ms / 3 plus a little weight synchronisation), 1 light.
+        let mut p = profile(&[9.0, 1.0]);
+        p.parameters[1] = 1e10;
+        let part = pipedream_partition(&p, &cfg(4, true)).unwrap();
+        assert_eq!(part.stages.len(), 2);
+        assert_eq!(part.stages[0].replicas, 3);
+        assert_eq!(part.stages[1].replicas, 1);
+        assert!((part.time - 3.0).abs() < 1e-2, "{part:?}");
+    }
+
+    #[test]
+    fn memory_check_can_reject_everything() {
+        let p = profile(&[1.0, 1.0]);
+        let c = PdConfig {
+            memory_check: true,
+            memory: 1e6,
+            ..cfg(2, false)
+        };
+        assert_eq!(pipedream_partition(&p, &c), None);
+    }
+}
