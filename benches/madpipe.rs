@@ -20,7 +20,7 @@ use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use pipeplan_formulations::Instance;
 use pipeplan_solvers::baselines::BalancedTime;
 use pipeplan_solvers::madpipe::dp::{madpipe_dp, DpOptions};
-use pipeplan_solvers::{Algorithm, SolveOptions};
+use pipeplan_solvers::{Algorithm, Deadline, SolveOptions};
 use std::hint::black_box;
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -55,7 +55,8 @@ fn report() {
         let inst = shipped(name);
         let p = inst.cluster.gpus as usize;
         let start = Instant::now();
-        let r = madpipe_dp(&inst, p, &DpOptions::default(), None).expect("madpipe-dp solves");
+        let r = madpipe_dp(&inst, p, &DpOptions::default(), &Deadline::none())
+            .expect("madpipe-dp solves");
         let ms = start.elapsed().as_secs_f64() * 1e3;
         let bt = BalancedTime
             .solve(&inst, &SolveOptions::default())
@@ -81,7 +82,7 @@ fn target(c: &mut Criterion) {
         .warm_up_time(Duration::from_secs(1))
         .measurement_time(Duration::from_secs(5));
     g.bench_function(BenchmarkId::new(TARGET, "P=8"), |b| {
-        b.iter(|| madpipe_dp(black_box(&inst), 8, &opts, None).unwrap())
+        b.iter(|| madpipe_dp(black_box(&inst), 8, &opts, &Deadline::none()).unwrap())
     });
     g.finish();
 }
@@ -96,7 +97,7 @@ fn cnns(c: &mut Criterion) {
         let inst = shipped(name);
         let p = inst.cluster.gpus as usize;
         g.bench_function(BenchmarkId::new(name, format!("P={p}")), |b| {
-            b.iter(|| madpipe_dp(black_box(&inst), p, &opts, None).unwrap())
+            b.iter(|| madpipe_dp(black_box(&inst), p, &opts, &Deadline::none()).unwrap())
         });
     }
     g.finish();

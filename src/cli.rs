@@ -1,6 +1,7 @@
 //! Command-line grammar (clap derive). Every command reads and writes the formats documented in
 //! `docs/`; `--json` and `--csv` switch the output from the human table to a machine format.
 
+pub use crate::args::TimeLimit;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 
@@ -32,14 +33,14 @@ pub enum Command {
     Import(ImportArgs),
     /// Make an instance from an analytic model of a known network.
     Generate(GenerateArgs),
-    /// List the algorithms with one-line descriptions.
-    Algorithms(OutputArgs),
+    /// List the algorithms with one-line descriptions (`--params`: their settings).
+    Algorithms(AlgorithmsArgs),
     /// Print the JSON Schema of the instance format (or of plans / solutions).
     Schema(SchemaArgs),
     /// Print the profiling runs (partitionings) a CAPTURE / mCAP / CAPSlog user must measure.
-    ProfilePlan(crate::commands::profile_plan::ProfilePlanArgs),
+    ProfilePlan(ProfilePlanArgs),
     /// The largest batch size whose plan fits, for every algorithm (DawnPiper's metric).
-    MaxBatch(crate::commands::max_batch::MaxBatchArgs),
+    MaxBatch(MaxBatchArgs),
     /// Re-run a published experiment on pipeplan's instances (see `reproduce --help`).
     #[command(subcommand)]
     Reproduce(Reproduce),
@@ -100,6 +101,16 @@ pub struct OutputArgs {
     pub csv: bool,
 }
 
+/// `pipeplan algorithms`.
+#[derive(Debug, Clone, Args)]
+pub struct AlgorithmsArgs {
+    /// List every algorithm's settings (`--set KEY=VALUE`): type, default and what it does.
+    #[arg(long)]
+    pub params: bool,
+    #[command(flatten)]
+    pub out: OutputArgs,
+}
+
 /// Options every solve takes.
 #[derive(Debug, Clone, Args)]
 pub struct SolveFlags {
@@ -118,17 +129,13 @@ pub struct SolveFlags {
     pub set: Vec<(String, String)>,
 }
 
-/// A parsed `--time-limit`: `None` means no limit.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct TimeLimit(pub Option<std::time::Duration>);
-
 /// `pipeplan solve`.
 #[derive(Debug, Args)]
 pub struct SolveArgs {
     /// Instance file (JSON, format pipeplan/instance@1); `-` reads standard input.
     pub instance: PathBuf,
     /// Algorithm name (see `pipeplan algorithms`).
-    #[arg(long, short)]
+    #[arg(long, short, visible_alias = "algos")]
     pub algo: String,
     /// Also write the solution as JSON to this file.
     #[arg(long, short)]
@@ -145,9 +152,9 @@ pub struct CompareArgs {
     /// Instance files (`-` reads standard input).
     #[arg(required = true)]
     pub instances: Vec<PathBuf>,
-    /// Comma-separated algorithm names (default: every algorithm; those that do not support an
-    /// instance are listed with the reason).
-    #[arg(long, value_delimiter = ',')]
+    /// Comma-separated algorithm names (repeatable; default: every algorithm; those that do not
+    /// support an instance are listed with the reason).
+    #[arg(long, short, visible_alias = "algo", value_delimiter = ',')]
     pub algos: Vec<String>,
     /// Also write the full comparison (every solution) as JSON to this file.
     #[arg(long, short)]
@@ -225,8 +232,8 @@ pub enum SourceArg {
     /// dnn-partitioning layer- or operator-graph JSON (operator graphs also get DawnPiper's
     /// `graph` extension).
     DnnPartitioning,
-    /// Galvatron profiles and hardware configs, located by a search-config file (`--config`,
-    /// `--data-root`).
+    /// Galvatron profiles and hardware configs, located by a search-config file (it carries the
+    /// cluster; `--data-root` locates its files).
     Galvatron,
 }
 
@@ -236,10 +243,15 @@ pub struct ImportArgs {
     /// Profile format.
     #[arg(long, value_enum)]
     pub from: SourceArg,
-    /// Profile file (every format but `galvatron`, which takes `--config`).
+    /// Profile file; for `galvatron`, a JSON file holding a `config` object (the engine's
+    /// arguments, and profile and hardware paths relative to `--data-root`), e.g. a golden run.
     pub file: Option<PathBuf>,
-    #[command(flatten)]
-    pub galvatron: crate::commands::galvatron_import::GalvatronImportArgs,
+    /// The profile file given as an option (the engine's word for a Galvatron search config).
+    #[arg(long, conflicts_with = "file", value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Galvatron: the folder the config's paths are relative to (default: the config's folder).
+    #[arg(long)]
+    pub data_root: Option<PathBuf>,
     #[command(flatten)]
     pub cluster: ClusterArgs,
     /// Take GPUs, memory and bandwidth from the profile when it has them (Piper,
@@ -374,4 +386,77 @@ pub struct SchemaArgs {
     /// Write it here instead of standard output.
     #[arg(long, short)]
     pub output: Option<PathBuf>,
+}
+
+/// Which profiling scheme to print.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum MethodArg {
+    /// mCAP: pipeline-only runs (Description 1 of the CAPTURE paper), about L + 1 per batch size.
+    Mcap,
+    /// CAPSlog: trimmed pipeline-only runs with at most two layers per GPU.
+    Capslog,
+    /// CAPTURE: mCAP's runs plus 2- and 4-way dp and tp sub-mesh runs.
+    Capture,
+}
+
+/// Options of `profile-plan`.
+#[derive(Debug, Args)]
+pub struct ProfilePlanArgs {
+    /// Instance file (its chain length, GPUs, GPUs per node and micro-batch are used).
+    pub instance: PathBuf,
+    /// Profiling scheme.
+    #[arg(long, value_enum, default_value = "capture")]
+    pub method: MethodArg,
+    /// Target batch size (samples per micro-batch; default: the instance's micro-batch). Runs
+    /// are planned at a quarter and a half of it (the paper's default).
+    #[arg(long)]
+    pub batch: Option<f64>,
+    /// The two profiling batch sizes instead (samples per micro-batch, e.g. `1,2`, in either
+    /// order): runnable sizes when a quarter and a half of the target are not whole samples.
+    /// The predictor fits a line through them and reads it at the target.
+    #[arg(
+        long,
+        value_name = "LOW,HIGH",
+        value_delimiter = ',',
+        num_args = 1,
+        allow_hyphen_values = true,
+        conflicts_with = "batch"
+    )]
+    pub profile_batches: Option<Vec<f64>>,
+    /// Output format.
+    #[command(flatten)]
+    pub out: OutputArgs,
+}
+
+/// Options of `max-batch`.
+#[derive(Debug, Args)]
+pub struct MaxBatchArgs {
+    /// Instance file (`-` reads standard input).
+    pub instance: PathBuf,
+    /// Algorithms (repeat or comma-separate; default: all that support the instance).
+    #[arg(long = "algo", visible_alias = "algos", value_delimiter = ',')]
+    pub algos: Vec<String>,
+    /// One row per value of a setting, KEY=V1,V2,... (repeatable), for the algorithms that take
+    /// KEY. Default: the values each algorithm declares worth comparing (DawnPiper's memopt on
+    /// and off; see `pipeplan algorithms --params`).
+    #[arg(long, value_name = "KEY=V1,V2", value_parser = crate::args::key_value)]
+    pub vary: Vec<(String, String)>,
+    /// Time limit of every solve, in seconds (or with a unit: 500ms, 2min); `none` for no limit.
+    #[arg(long, value_name = "SECONDS", default_value = "2", value_parser = crate::args::time_limit)]
+    pub time_limit: TimeLimit,
+    /// Largest micro-batch size probed.
+    #[arg(long, default_value_t = 1024)]
+    pub max_micro_batch: u32,
+    /// Pipeline stages (default: each algorithm's own).
+    #[arg(long)]
+    pub stages: Option<usize>,
+    /// Seed of every random choice.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Algorithm-specific setting KEY=VALUE (repeatable), for the algorithms that take KEY.
+    #[arg(long = "set", value_name = "KEY=VALUE", value_parser = crate::args::key_value)]
+    pub set: Vec<(String, String)>,
+    /// Output format.
+    #[command(flatten)]
+    pub out: OutputArgs,
 }

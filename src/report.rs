@@ -7,7 +7,7 @@ use pipeplan_formulations::evaluate::Evaluation;
 use pipeplan_formulations::instance::ScheduleKind;
 use pipeplan_formulations::units::{fmt_bytes, fmt_ms};
 use pipeplan_formulations::{Instance, Plan};
-use pipeplan_solvers::algorithm::{Solution, Status};
+use pipeplan_solvers::algorithm::{counter, Solution, Status};
 use pipeplan_solvers::harness::{Outcome, Row};
 use serde::Serialize;
 
@@ -106,11 +106,6 @@ fn vector_cell(v: &[f64]) -> String {
         .join(" ")
 }
 
-/// Name of the stats counter holding a search's objective evaluations (mcap-bo).
-pub const EVALUATIONS: &str = "evaluations";
-/// Name of the stats counter holding the plans an enumeration compared.
-pub const PLANS_VISITED: &str = "plans visited";
-
 fn status_name(s: Status) -> &'static str {
     match s {
         Status::Optimal => "optimal",
@@ -128,9 +123,9 @@ impl Record {
             algorithm: sol.algorithm.clone(),
             result: "solved".into(),
             status: Some(status_name(sol.stats.status).into()),
-            claimed_objective_name: c.objective.as_ref().map(|o| o.name.clone()),
+            claimed_objective_name: c.objective.as_ref().map(|o| o.name().to_string()),
             claimed_objective: c.objective.as_ref().map(|o| o.value),
-            claimed_objective_unit: c.objective.as_ref().map(|o| o.unit.clone()),
+            claimed_objective_unit: c.objective.as_ref().map(|o| o.unit().to_string()),
             claimed_period_ms: c.period_ms,
             claimed_iteration_ms: c.iteration_ms,
             claimed_throughput: c.throughput,
@@ -141,8 +136,8 @@ impl Record {
             bound: sol.stats.bound,
             gap: sol.stats.gap,
             claimed_memory_vector: c.peak_memory.as_deref().map(vector_cell),
-            evaluations: sol.stats.counters.get(EVALUATIONS).copied(),
-            plans_visited: sol.stats.counters.get(PLANS_VISITED).copied(),
+            evaluations: sol.stats.counters.get(counter::EVALUATIONS).copied(),
+            plans_visited: sol.stats.counters.get(counter::PLANS_VISITED).copied(),
             ..Record::default()
         };
         if let Some(e) = &sol.evaluated {
@@ -388,11 +383,11 @@ pub fn solution_text(inst: &Instance, sol: &Solution) -> String {
     if let Some(o) = &sol.claimed.objective {
         let mut line = format!(
             "objective  {} = {} (claimed)",
-            o.name,
-            objective_value(o.value, &o.unit)
+            o.name(),
+            objective_value(o.value, o.unit())
         );
         if let Some(b) = st.bound {
-            line.push_str(&format!(", bound {}", objective_value(b, &o.unit)));
+            line.push_str(&format!(", bound {}", objective_value(b, o.unit())));
         }
         if let Some(g) = st.gap {
             line.push_str(&format!(", gap {:.2}%", 100.0 * g));
@@ -507,7 +502,7 @@ fn solution_cells(sol: &Solution, row: &Row) -> Vec<String> {
     vec![
         sol.algorithm.clone(),
         status_name(sol.stats.status).into(),
-        opt(c.objective.as_ref(), |o| objective_value(o.value, &o.unit)),
+        opt(c.objective.as_ref(), |o| objective_value(o.value, o.unit())),
         opt(e, |e| e.schedule.to_string()),
         opt(claimed_time, fmt_ms),
         opt(eval_time, fmt_ms),
@@ -526,12 +521,6 @@ fn solution_cells(sol: &Solution, row: &Row) -> Vec<String> {
             _ => "-".into(),
         },
         opt(row.period_gap_vs_exact, |g| format!("{:+.2}%", 100.0 * g)),
-        opt(
-            sol.stats
-                .counters
-                .get(EVALUATIONS)
-                .or_else(|| sol.stats.counters.get(PLANS_VISITED)),
-            |n| format!("{n}"),
-        ),
+        opt(sol.stats.plans_examined(), |n| format!("{n}")),
     ]
 }

@@ -1,14 +1,9 @@
 //! `pipeplan profile-plan` and the CAPTURE family through the CLI.
 
-use std::path::PathBuf;
-use std::process::{Command, Output};
+mod support;
 
-fn pipeplan(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_pipeplan"))
-        .args(args)
-        .output()
-        .expect("pipeplan runs")
-}
+use std::process::Output;
+use support::{pipeplan, shipped_str as shipped};
 
 /// Runs `pipeplan` and checks that it succeeded (stderr in the failure message).
 fn succeeds(args: &[&str]) -> Output {
@@ -20,14 +15,6 @@ fn succeeds(args: &[&str]) -> Output {
         String::from_utf8_lossy(&out.stderr)
     );
     out
-}
-
-fn shipped(name: &str) -> String {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("instances")
-        .join(name)
-        .display()
-        .to_string()
 }
 
 const GPT: &str = "gpt3-2.6b-s2048-b1-16gpu-32gib.json";

@@ -1,33 +1,13 @@
 //! The `pipeplan` binary end to end: outputs, documented errors and exit codes.
 
+mod support;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn shipped(name: &str) -> PathBuf {
-    root().join("instances").join(name)
-}
+use support::{pipeplan, root, shipped, stderr, stdout};
 
 const SMALL: &str = "resnet50-1000px-b8-4gpu-8gib.json";
 const SYNC: &str = "gpt3-2.6b-s2048-b1-8gpu-40gib.json";
-
-fn pipeplan(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_pipeplan"))
-        .args(args)
-        .output()
-        .expect("the binary runs")
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
 
 fn p(path: &Path) -> &str {
     path.to_str().expect("UTF-8 path")

@@ -1,14 +1,8 @@
 //! `pipeplan max-batch` and `solve --algo dawnpiper` from the command line.
 
-use std::process::Command;
+mod support;
 
-fn pipeplan(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_pipeplan"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("runs")
-}
+use support::pipeplan;
 
 #[test]
 fn max_batch_prints_one_row_per_algorithm_and_setting() {

@@ -1,17 +1,12 @@
 //! `pipeplan import --from galvatron` and `solve --algo galvatron-*` end to end.
 
+mod support;
+
 use std::path::PathBuf;
-use std::process::{Command, Output};
+use support::pipeplan;
 
 fn fixtures() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("formulations/tests/fixtures/galvatron")
-}
-
-fn pipeplan(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_pipeplan"))
-        .args(args)
-        .output()
-        .expect("runs")
 }
 
 #[test]

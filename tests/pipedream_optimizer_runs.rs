@@ -18,19 +18,14 @@
 //! prefixes of our single topological order, so our time may only be larger; it must not be
 //! smaller.
 
+mod support;
+
 use pipeplan_formulations::peers;
 use pipeplan_formulations::peers::pipedream_runs::{
     pipeline_time, read_runs, states, unique_plans, OptimizerRun,
 };
 use std::path::{Path, PathBuf};
-use std::process::Command;
-
-fn pipeplan(args: &[String]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_pipeplan"))
-        .args(args)
-        .output()
-        .expect("runs")
-}
+use support::pipeplan;
 
 /// The `import` and `solve --json` arguments equivalent to a recorded command.
 fn equivalent(dir: &Path, run: &OptimizerRun, instance: &Path) -> (Vec<String>, Vec<String>) {

@@ -118,21 +118,30 @@ pub struct CutCost {
     pub link: (u32, u32),
 }
 
-/// Whether two stages share exactly the same device group (no communication between them).
-pub fn same_group(a: &Stage, b: &Stage) -> bool {
-    let mut x = a.gpus.clone();
-    let mut y = b.gpus.clone();
-    x.sort_unstable();
-    y.sort_unstable();
-    x == y
-}
-
 /// Weight versions kept by a schedule family: async keeps `training.weight_versions`, synchronous
 /// schedules keep one.
 pub fn weight_versions(inst: &Instance, kind: ScheduleKind) -> f64 {
     match kind {
         ScheduleKind::Async => inst.training.weight_versions as f64,
         _ => 1.0,
+    }
+}
+
+/// Bytes a GPU keeps per parameter byte it holds: the schedule's weight versions, one gradient
+/// and the optimizer state (`training.optimizer_state_factor`). `docs/design.md`, memory model.
+pub fn state_copies(inst: &Instance, kind: ScheduleKind) -> f64 {
+    weight_versions(inst, kind) + 1.0 + inst.training.optimizer_state_factor
+}
+
+/// Micro-batches stage `s` (0-based) of a `p`-stage pipeline of one GPU per stage keeps in flight
+/// under `kind` with `m` micro-batches: the `p - s` stages ahead of it (async, PipeDream's steady
+/// state), at most `m` (1f1b), or all `m` (gpipe).
+pub fn in_flight(kind: ScheduleKind, p: usize, s: usize, m: u32) -> u32 {
+    let ahead = (p - s) as u32;
+    match kind {
+        ScheduleKind::Async => ahead,
+        ScheduleKind::OneFOneB => ahead.min(m),
+        ScheduleKind::Gpipe => m,
     }
 }
 
@@ -164,8 +173,8 @@ pub fn stage_costs(inst: &Instance, chain: &Chain, plan: &Plan) -> Vec<StageCost
     (0..n)
         .map(|s| {
             let st = &plan.stages[s];
-            let cut_before = s > 0 && !same_group(&plan.stages[s - 1], st);
-            let cut_after = s + 1 < n && !same_group(st, &plan.stages[s + 1]);
+            let cut_before = s > 0 && !plan.stages[s - 1].same_group(st);
+            let cut_after = s + 1 < n && !st.same_group(&plan.stages[s + 1]);
             let extra = extra.as_ref().map(|(m, i)| (m, i.as_slice()));
             stage_cost_with(inst, chain, st, kind, cut_before, cut_after, extra)
         })
@@ -232,7 +241,7 @@ pub fn stage_cost_with(
         tp_comm += allreduce_ms(chain.act[i + 1] / st.dp as f64, st.tp, tp_bw);
     }
     let weights = chain.weights(k, l);
-    let copies = weight_versions(inst, kind) + 1.0 + inst.training.optimizer_state_factor;
+    let copies = state_copies(inst, kind);
     let mut states = weights * copies / st.tp as f64;
     if st.sdp {
         states /= st.dp as f64;
@@ -305,7 +314,7 @@ pub fn cut_costs(inst: &Instance, chain: &Chain, plan: &Plan) -> Vec<CutCost> {
         .map(|w| {
             let (a, b) = (&w[0], &w[1]);
             let link = (a.gpus[0], b.gpus[0]);
-            if same_group(a, b) {
+            if a.same_group(b) {
                 return CutCost {
                     transfer: 0.0,
                     crosses: false,

@@ -21,6 +21,7 @@
 //! assert_eq!(ev.in_flight, vec![3, 1]);
 //! ```
 
+pub mod baselines;
 pub mod capture;
 pub mod cost;
 pub mod dawnpiper;
@@ -33,6 +34,8 @@ pub mod one_f_one_b_star;
 pub mod peers;
 pub mod plan;
 pub mod simulate;
+#[cfg(feature = "testing")]
+pub mod testing;
 pub mod units;
 pub mod validate;
 

@@ -59,6 +59,15 @@ fn is_one(v: &u32) -> bool {
 }
 
 impl Stage {
+    /// Whether `other` runs on exactly the same device group (no communication between them).
+    pub fn same_group(&self, other: &Stage) -> bool {
+        let mut x = self.gpus.clone();
+        let mut y = other.gpus.clone();
+        x.sort_unstable();
+        y.sort_unstable();
+        x == y
+    }
+
     /// A plain stage on one GPU.
     pub fn single(first: usize, last: usize, gpu: u32) -> Stage {
         Stage {
@@ -269,7 +278,7 @@ impl Plan {
         for (s, st) in self.stages.iter().enumerate() {
             let p = match s {
                 0 => 0,
-                _ if crate::cost::same_group(&self.stages[s - 1], st) => pos[s - 1],
+                _ if self.stages[s - 1].same_group(st) => pos[s - 1],
                 _ => pos[s - 1] + 1,
             };
             for &g in &st.gpus {

@@ -1,5 +1,8 @@
 //! The [`Algorithm`] trait every named planner implements, and what a solve returns.
 
+use crate::deadline::Deadline;
+pub use crate::objective::{Objective, ObjectiveKind};
+use crate::settings::{Param, Settings};
 use pipeplan_formulations::evaluate::Evaluation;
 use pipeplan_formulations::{InputError, Instance, Plan};
 use schemars::JsonSchema;
@@ -66,43 +69,67 @@ impl Default for SolveOptions {
 impl SolveOptions {
     /// Number of stages for an instance: `stages`, else min(GPUs, layers).
     pub fn stage_count(&self, inst: &Instance) -> Result<usize, SolveError> {
-        let max = inst.num_layers().min(inst.cluster.gpus as usize);
-        match self.stages {
-            None => Ok(max),
-            Some(0) => Err(SolveError::Input(InputError::field(
-                "--stages",
-                "must be at least 1",
-            ))),
-            Some(p) if p > inst.cluster.gpus as usize => Err(SolveError::Input(InputError::field(
-                "--stages",
-                format!(
-                    "{p} stages need {p} GPUs; the cluster has {}",
-                    inst.cluster.gpus
-                ),
-            ))),
-            Some(p) if p > inst.num_layers() => Err(SolveError::Input(InputError::field(
-                "--stages",
-                format!("{p} stages but the chain has {} layers", inst.num_layers()),
-            ))),
-            Some(p) => Ok(p),
-        }
+        stage_count(self.stages, inst)
+    }
+}
+
+fn stage_count(stages: Option<usize>, inst: &Instance) -> Result<usize, SolveError> {
+    let max = inst.num_layers().min(inst.cluster.gpus as usize);
+    match stages {
+        None => Ok(max),
+        Some(0) => Err(SolveError::Input(InputError::field(
+            "--stages",
+            "must be at least 1",
+        ))),
+        Some(p) if p > inst.cluster.gpus as usize => Err(SolveError::Input(InputError::field(
+            "--stages",
+            format!(
+                "{p} stages need {p} GPUs; the cluster has {}",
+                inst.cluster.gpus
+            ),
+        ))),
+        Some(p) if p > inst.num_layers() => Err(SolveError::Input(InputError::field(
+            "--stages",
+            format!("{p} stages but the chain has {} layers", inst.num_layers()),
+        ))),
+        Some(p) => Ok(p),
+    }
+}
+
+/// What the harness hands an algorithm for one solve: the deadline it built, the seed, the
+/// stage count asked for, and the settings checked against the algorithm's declaration.
+#[derive(Debug, Clone)]
+pub struct Context {
+    /// When to stop.
+    pub deadline: Deadline,
+    /// Seed of every random choice.
+    pub seed: u64,
+    /// Stages asked for (`--stages`); see [`Context::stage_count`].
+    pub stages: Option<usize>,
+    /// Typed settings.
+    pub settings: Settings,
+}
+
+impl Context {
+    /// Checks `opts.params` against `params` (the declaration of `algo`) and starts the deadline.
+    pub fn new(algo: &str, params: &[Param], opts: &SolveOptions) -> Result<Context, SolveError> {
+        let settings = Settings::parse(algo, params, &opts.params)?;
+        Ok(Context {
+            deadline: Deadline::after(opts.time_limit),
+            seed: opts.seed,
+            stages: opts.stages,
+            settings,
+        })
     }
 
-    /// Rejects `params` keys not in `known`.
-    pub fn check_params(&self, algo: &str, known: &[&str]) -> Result<(), SolveError> {
-        for k in self.params.keys() {
-            if !known.contains(&k.as_str()) {
-                return Err(SolveError::Input(InputError::field(
-                    format!("--set {k}"),
-                    if known.is_empty() {
-                        format!("{algo} takes no settings")
-                    } else {
-                        format!("unknown setting for {algo}; known: {}", known.join(", "))
-                    },
-                )));
-            }
-        }
-        Ok(())
+    /// [`Context::new`] for `algo`'s declared settings.
+    pub fn of<A: Algorithm + ?Sized>(algo: &A, opts: &SolveOptions) -> Result<Context, SolveError> {
+        Context::new(algo.name(), &algo.params(), opts)
+    }
+
+    /// Number of stages for an instance: `stages`, else min(GPUs, layers).
+    pub fn stage_count(&self, inst: &Instance) -> Result<usize, SolveError> {
+        stage_count(self.stages, inst)
     }
 }
 
@@ -127,32 +154,63 @@ pub enum SolveError {
     /// The time limit passed before any feasible plan was found.
     #[error("time limit of {0:.1} s reached before any feasible plan was found")]
     TimeLimit(f64),
+    /// The solve was interrupted before any feasible plan was found.
+    #[error("interrupted before any feasible plan was found")]
+    Interrupted,
     /// The underlying solver failed.
     #[error("solver failure: {0}")]
     Solver(String),
+}
+
+impl SolveError {
+    /// Whether the deadline ended the solve (time limit or interruption).
+    pub fn is_stop(&self) -> bool {
+        matches!(self, SolveError::TimeLimit(_) | SolveError::Interrupted)
+    }
 }
 
 /// How much an algorithm's result is worth.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum Status {
-    /// The claimed objective is proven optimal for the algorithm's problem.
+    /// An exact method proved the claimed objective optimal for its problem.
     Optimal,
-    /// A feasible plan, stopped early (time or gap limit): see `bound` and `gap`.
+    /// An exact method stopped before its proof (see `stop`): the best plan so far, with
+    /// `bound` and `gap` where the method has them.
     Feasible,
-    /// A heuristic: no optimality claim.
+    /// A heuristic: no optimality claim, whether it ran to its end or was stopped (see `stop`).
     Heuristic,
 }
 
-/// An objective value as the algorithm states it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct Objective {
-    /// What is minimized, e.g. "max stage compute".
-    pub name: String,
-    /// Its value.
-    pub value: f64,
-    /// Unit of `value` ("ms", "bytes"...).
-    pub unit: String,
+/// Why a run ended before its natural end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum Stop {
+    /// The time limit passed.
+    TimeLimit,
+    /// The solve was interrupted.
+    Interrupted,
+    /// A cap on the nodes of a search (`--set max_nodes`).
+    NodeCap,
+    /// The evaluation budget of a search (initial + guided points) was spent.
+    EvaluationBudget,
+    /// The optimizer proposed no new point.
+    Converged,
+    /// No unevaluated candidate was left.
+    Exhausted,
+}
+
+impl std::fmt::Display for Stop {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Stop::TimeLimit => "time limit",
+            Stop::Interrupted => "interrupted",
+            Stop::NodeCap => "node cap",
+            Stop::EvaluationBudget => "evaluation budget",
+            Stop::Converged => "converged",
+            Stop::Exhausted => "no candidate left",
+        })
+    }
 }
 
 /// What the algorithm believes of its plan, under its own model. Never the evaluator's figures.
@@ -188,6 +246,9 @@ pub struct Stats {
     pub wall_ms: f64,
     /// Optimality status of the claimed objective.
     pub status: Status,
+    /// Why the run ended early, if it did.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub stop: Option<Stop>,
     /// Best proven bound on the objective (exact methods stopped early, or proven optimal).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub bound: Option<f64>,
@@ -205,11 +266,43 @@ impl Stats {
         Stats {
             wall_ms: 0.0,
             status,
+            stop: None,
             bound: None,
             gap: None,
             counters: BTreeMap::new(),
         }
     }
+
+    /// Stats of `status` stopped for `stop`.
+    pub fn stopped(status: Status, stop: Option<Stop>) -> Stats {
+        Stats {
+            stop,
+            ..Stats::new(status)
+        }
+    }
+
+    /// Sets counter `name` (one of the algorithm's own names, or a [`counter`] name).
+    pub fn count(&mut self, name: &str, n: impl Into<f64>) {
+        self.counters.insert(name.to_string(), n.into());
+    }
+
+    /// How many plans the search looked at: its objective evaluations ([`counter::EVALUATIONS`])
+    /// or, for an enumeration, the plans it compared ([`counter::PLANS_VISITED`]).
+    pub fn plans_examined(&self) -> Option<f64> {
+        self.counters
+            .get(counter::EVALUATIONS)
+            .or_else(|| self.counters.get(counter::PLANS_VISITED))
+            .copied()
+    }
+}
+
+/// Counter names with a meaning across families (reports show them); every other counter name
+/// is the algorithm's own.
+pub mod counter {
+    /// Objective evaluations of a search that counts them (mcap-bo's Bayesian optimization).
+    pub const EVALUATIONS: &str = "evaluations";
+    /// Plans an enumeration compared (capture, mcap-bf).
+    pub const PLANS_VISITED: &str = "plans visited";
 }
 
 /// A plan with the algorithm's claims and statistics, and (once judged) the evaluator's verdict.
@@ -245,12 +338,22 @@ pub trait Algorithm: Sync + Send {
     fn description(&self) -> &'static str;
     /// Whether the claimed objective is exact (proven optimal when status is `Optimal`).
     fn exact(&self) -> bool;
+    /// The settings it takes (`--set`), checked by the harness before [`Algorithm::compute`].
+    fn params(&self) -> Vec<Param> {
+        Vec::new()
+    }
     /// Says why the algorithm cannot run on `inst`, if it cannot (default: every instance).
     fn supports(&self, _inst: &Instance) -> Result<(), Unsupported> {
         Ok(())
     }
-    /// Solves. The returned solution has `evaluated: None`; the harness times and evaluates it.
-    fn solve(&self, inst: &Instance, opts: &SolveOptions) -> Result<Solution, SolveError>;
+    /// Computes a plan within `ctx` (deadline, seed, stages, typed settings). The returned
+    /// solution has `evaluated: None`: the harness times and evaluates it.
+    fn compute(&self, inst: &Instance, ctx: &Context) -> Result<Solution, SolveError>;
+    /// Checks `opts` against [`Algorithm::params`], starts the deadline and computes: what the
+    /// harness does before timing and evaluating (see [`crate::harness::run`]).
+    fn solve(&self, inst: &Instance, opts: &SolveOptions) -> Result<Solution, SolveError> {
+        self.compute(inst, &Context::of(self, opts)?)
+    }
 }
 
 /// Builds a solution skeleton for an algorithm.

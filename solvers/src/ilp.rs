@@ -1,10 +1,11 @@
 //! Running MILP models with HiGHS: models are written with good_lp's algebra and solved through
 //! the HiGHS model directly, so that the MIP dual bound and gap are reported, not only a status.
 
-use crate::algorithm::SolveError;
+use crate::algorithm::{SolveError, Stop};
+use crate::deadline::Deadline;
 use good_lp::solvers::highs::HighsProblem;
 use highs::{HighsModelStatus, HighsSolutionStatus};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 /// What HiGHS concluded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -33,6 +34,8 @@ pub struct IlpOutcome {
     /// Branch-and-bound nodes, when HiGHS reports them (HiGHS 1.15 keeps the count as a 64-bit
     /// value the `highs` crate cannot read: `None` then, rather than a made-up 0).
     pub nodes: Option<f64>,
+    /// Why HiGHS stopped before its proof (`None` when optimal).
+    pub stop: Option<Stop>,
 }
 
 /// Solves a good_lp model built with the HiGHS backend.
@@ -42,10 +45,10 @@ pub struct IlpOutcome {
 /// a time limit with no incumbent becomes [`SolveError::TimeLimit`].
 pub fn solve(
     problem: HighsProblem,
-    time_limit: Option<Duration>,
+    deadline: &Deadline,
     what_if_infeasible: &str,
 ) -> Result<IlpOutcome, SolveError> {
-    solve_tuned(problem, time_limit, what_if_infeasible, Tuning::Default)
+    solve_tuned(problem, deadline, what_if_infeasible, Tuning::Default)
 }
 
 /// HiGHS settings beyond those every solve uses.
@@ -62,7 +65,7 @@ pub enum Tuning {
 /// [`solve`] with extra HiGHS settings.
 pub fn solve_tuned(
     problem: HighsProblem,
-    time_limit: Option<Duration>,
+    deadline: &Deadline,
     what_if_infeasible: &str,
     tuning: Tuning,
 ) -> Result<IlpOutcome, SolveError> {
@@ -75,7 +78,7 @@ pub fn solve_tuned(
         m.try_set_option(k, v)
             .map_err(|e| SolveError::Solver(format!("HiGHS option {k}: {e:?}")))
     };
-    if let Some(t) = time_limit {
+    if let Some(t) = deadline.remaining() {
         set(&mut model, "time_limit", t.as_secs_f64())?;
     }
     set(&mut model, "mip_rel_gap", 1e-9)?;
@@ -112,9 +115,7 @@ pub fn solve_tuned(
         | HighsModelStatus::ObjectiveBound
         | HighsModelStatus::ObjectiveTarget => {
             if !has_solution {
-                return Err(SolveError::TimeLimit(
-                    time_limit.map(|t| t.as_secs_f64()).unwrap_or(0.0),
-                ));
+                return Err(deadline.error());
             }
             IlpStatus::Feasible
         }
@@ -125,6 +126,10 @@ pub fn solve_tuned(
             "HiGHS reported no primal solution".into(),
         ));
     }
+    let stop = match status {
+        IlpStatus::Optimal => None,
+        IlpStatus::Feasible => Some(deadline.stop()),
+    };
     let objective = solved.objective_value();
     let bound = solved
         .double_info_value(c"mip_dual_bound")
@@ -146,5 +151,6 @@ pub fn solve_tuned(
         values: solved.get_solution().columns().to_vec(),
         wall_ms,
         nodes,
+        stop,
     })
 }

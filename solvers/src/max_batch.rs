@@ -19,6 +19,7 @@ use crate::algorithm::{Algorithm, SolveOptions};
 use crate::harness;
 use pipeplan_formulations::Instance;
 use serde::Serialize;
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 /// Settings of the search.
@@ -47,9 +48,10 @@ impl Default for MaxBatchOptions {
 pub struct MaxBatch {
     /// Algorithm name.
     pub algorithm: String,
-    /// The `memopt` setting passed (DawnPiper algorithms), if any.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub memopt: Option<String>,
+    /// The settings the row was solved with (`--set` keys and values, e.g. DawnPiper's
+    /// `memopt`), as keys of the row.
+    #[serde(flatten)]
+    pub settings: BTreeMap<String, String>,
     /// Largest fitting micro-batch size found (None: not even 1 fits).
     pub micro_batch: Option<u32>,
     /// Micro-batches per batch (m).
@@ -92,7 +94,7 @@ pub fn max_batch(algo: &dyn Algorithm, inst: &Instance, opts: &MaxBatchOptions) 
     let m = inst.micro_batches();
     let mut row = MaxBatch {
         algorithm: algo.name().to_string(),
-        memopt: opts.solve.params.get("memopt").cloned(),
+        settings: opts.solve.params.clone(),
         micro_batch: None,
         micro_batches: m,
         batch: None,

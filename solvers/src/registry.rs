@@ -1,27 +1,22 @@
-//! The registry of named algorithms.
+//! The registry: every family, each listing its algorithms. Adding a family is one line here.
 
 use crate::algorithm::Algorithm;
-use crate::baselines::{BalancedMemory, BalancedParams, BalancedTime, IlpBalancedTime, Uniform};
-use crate::madpipe::exact_contiguous::ExactContiguous;
-use crate::madpipe::pipedream::PipeDream;
-use crate::madpipe::Madpipe;
+
+/// A family's list of algorithms (its `algorithms()`).
+pub type FamilyAlgorithms = fn() -> Vec<Box<dyn Algorithm>>;
+
+/// Every family's `algorithms()`, in the order `pipeplan algorithms` lists them.
+pub const FAMILIES: [FamilyAlgorithms; 5] = [
+    crate::baselines::algorithms,
+    crate::madpipe::algorithms,
+    crate::galvatron::algorithms,
+    crate::capture::algorithms,
+    crate::dawnpiper::algorithms,
+];
 
 /// Every algorithm, in the order `pipeplan algorithms` lists them.
 pub fn all() -> Vec<Box<dyn Algorithm>> {
-    let mut all: Vec<Box<dyn Algorithm>> = vec![
-        Box::new(Uniform),
-        Box::new(BalancedTime),
-        Box::new(BalancedParams),
-        Box::new(BalancedMemory),
-        Box::new(IlpBalancedTime),
-        Box::new(PipeDream),
-        Box::new(Madpipe),
-        Box::new(ExactContiguous),
-    ];
-    all.extend(crate::galvatron::algorithms());
-    all.extend(crate::capture::algorithms());
-    all.extend(crate::dawnpiper::algorithms());
-    all
+    FAMILIES.iter().flat_map(|family| family()).collect()
 }
 
 /// The algorithm called `name`.

@@ -4,11 +4,12 @@
 use pipeplan_formulations::dawnpiper::balance::{comp_mem_positions, Model};
 use pipeplan_formulations::instance::ScheduleKind;
 use pipeplan_formulations::Instance;
-use pipeplan_solvers::algorithm::{Algorithm, SolveError, SolveOptions};
+use pipeplan_solvers::algorithm::{Algorithm, Context, SolveError, SolveOptions};
 use pipeplan_solvers::dawnpiper::bipar::{BiPar, Dawnpiper};
 use pipeplan_solvers::dawnpiper::exhaustive::{optimum, Exhaustive};
 use pipeplan_solvers::dawnpiper::options::{Comm, DpOptions};
 use pipeplan_solvers::dawnpiper::stages::StageCache;
+use pipeplan_solvers::Deadline;
 use serde_json::json;
 
 /// Deterministic pseudo-random layers (xorshift), `mem` GiB per GPU.
@@ -43,7 +44,12 @@ fn random_bw(seed: u64, n: usize, gpus: u32, mem: f64, schedule: &str, bw: f64) 
 }
 
 fn opts(inst: &Instance) -> DpOptions {
-    DpOptions::from(inst, &SolveOptions::default()).unwrap()
+    settings(inst, &SolveOptions::default())
+}
+
+/// The DawnPiper settings of `opts`, checked as the harness checks them.
+fn settings(inst: &Instance, opts: &SolveOptions) -> DpOptions {
+    DpOptions::from(inst, &Context::of(&Exhaustive, opts).unwrap().settings)
 }
 
 /// Every composition of nodes 0..n into p stages, by recursion; with `comm=include` the links
@@ -106,7 +112,7 @@ fn exhaustive_dp_equals_enumeration() {
 /// The exhaustive DP's optimum equals plain enumeration's (both infeasible, or equal within
 /// 1e-9); true when a plan exists.
 fn dp_equals_brute(cache: &mut StageCache, p: usize, what: &str) -> bool {
-    let dp = optimum(cache, p, None).unwrap().map(|x| x.0);
+    let dp = optimum(cache, p, &Deadline::none()).unwrap().map(|x| x.0);
     let bf = brute(cache, p);
     match (dp, bf) {
         (Some(a), Some(b)) => {
@@ -167,7 +173,7 @@ fn theorem_4_1_interval_contains_an_optimum() {
             let inst = Instance::from_json(&doc.to_string()).unwrap();
             let m = Model::new(&inst, ScheduleKind::OneFOneB, 2).unwrap();
             let mut cache = StageCache::new(&m, opts(&inst));
-            let Some((best, _)) = optimum(&mut cache, 2, None).unwrap() else {
+            let Some((best, _)) = optimum(&mut cache, 2, &Deadline::none()).unwrap() else {
                 continue;
             };
             let (cb, mb) = comp_mem_positions(&m, 0, n - 1, 0, 1, 0);
@@ -254,12 +260,13 @@ fn pruned_bipar_equals_the_full_walk() {
         let p = 2 + (seed % 6) as usize;
         let inst = random(seed, n, p as u32, 2.0 + (seed % 9) as f64, sched);
         let m = Model::new(&inst, kind, p).unwrap();
+        let none = Deadline::none();
         let mut c1 = StageCache::new(&m, opts(&inst));
-        let mut full = BiPar::new(&mut c1, None);
+        let mut full = BiPar::new(&mut c1, &none);
         full.prune = false;
         let want = full.solve(0, n - 1, 0, p - 1);
         let mut c2 = StageCache::new(&m, opts(&inst));
-        let mut fast = BiPar::new(&mut c2, None);
+        let mut fast = BiPar::new(&mut c2, &none);
         let got = fast.solve(0, n - 1, 0, p - 1);
         assert_eq!(got, want, "seed {seed} ({n} nodes, {p} stages, {sched})");
         compared += 1;
@@ -298,7 +305,7 @@ fn exhaustive_dp_with_links_equals_enumeration() {
         let n = 5 + (seed % 5) as usize;
         let p = 2 + (seed % 3) as usize;
         let inst = random_bw(seed, n, p as u32, 2.0 + (seed % 5) as f64, sched, 2e10);
-        let o = DpOptions::from(&inst, &with(&[("comm", "include")], None)).unwrap();
+        let o = settings(&inst, &with(&[("comm", "include")], None));
         let m = Model::new(&inst, kind, p).unwrap();
         let mut cache = StageCache::new(&m, o);
         feasible += usize::from(dp_equals_brute(

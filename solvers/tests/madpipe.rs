@@ -1,19 +1,12 @@
 //! The `madpipe` algorithm end to end: its plans pass the simulator and the neutral evaluator
 //! confirms its claims.
 
+use pipeplan_formulations::testing::shipped;
 use pipeplan_formulations::Instance;
 use pipeplan_solvers::algorithm::{Algorithm, SolveOptions};
 use pipeplan_solvers::harness;
 use pipeplan_solvers::madpipe::Madpipe;
-use std::path::PathBuf;
 use std::time::Duration;
-
-fn shipped(name: &str) -> Instance {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../instances")
-        .join(name);
-    Instance::from_path(&path).unwrap()
-}
 
 fn check(inst: &Instance, opts: &SolveOptions) -> pipeplan_solvers::Solution {
     let sol = harness::run(&Madpipe, inst, opts).unwrap_or_else(|e| panic!("{}: {e}", inst.name));

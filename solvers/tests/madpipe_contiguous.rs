@@ -18,11 +18,12 @@ use pipeplan_formulations::instance::{Cluster, Instance, Layer, ScheduleKind, Tr
 use pipeplan_formulations::one_f_one_b_star::Resource;
 use pipeplan_formulations::{Plan, Schedule};
 use pipeplan_solvers::harness::run;
-use pipeplan_solvers::madpipe::exact_contiguous::{contiguous_optimum, ASYNC_PERIOD};
+use pipeplan_solvers::madpipe::exact_contiguous::contiguous_optimum;
 use pipeplan_solvers::madpipe::valid_period::{
     async_schedule, star_memory, valid_period, ValidPeriodError,
 };
 use pipeplan_solvers::{registry, SolveError, SolveOptions, Status};
+use pipeplan_solvers::{Deadline, ObjectiveKind};
 use proptest::prelude::*;
 use std::time::Duration;
 
@@ -328,8 +329,8 @@ proptest! {
                 prop_assert!(close(t, b, 1e-12), "exact {} vs brute {:?}", t, brute);
                 prop_assert_eq!(sol.stats.status, Status::Optimal);
                 let obj = sol.claimed.objective.as_ref().unwrap();
-                prop_assert_eq!(obj.name.as_str(), ASYNC_PERIOD);
-                prop_assert_eq!(obj.unit.as_str(), "ms");
+                prop_assert_eq!(obj.kind, ObjectiveKind::AsyncPeriod);
+                prop_assert_eq!(obj.unit(), "ms");
                 prop_assert_eq!(obj.value, t);
                 prop_assert!(sol.plan.stages.len() >= min && sol.plan.stages.len() <= p);
                 let ev = sol.evaluated.as_ref().unwrap();
@@ -455,7 +456,7 @@ fn bad_settings_are_refused() {
     };
     let e = algo.solve(&inst, &o).unwrap_err();
     assert!(e.to_string().contains("the cluster has 2"), "{e}");
-    let e = contiguous_optimum(&inst, 2, 1, None).unwrap_err();
+    let e = contiguous_optimum(&inst, 2, 1, &Deadline::none()).unwrap_err();
     assert!(e.to_string().contains("stage counts 2..=1"), "{e}");
 }
 

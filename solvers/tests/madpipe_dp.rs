@@ -18,14 +18,13 @@
 use pipeplan_formulations::evaluate::evaluate;
 use pipeplan_formulations::instance::{Cluster, Instance, Layer};
 use pipeplan_formulations::madpipe::MadChain;
+use pipeplan_formulations::testing::shipped;
 use pipeplan_formulations::{Plan, Schedule};
 use pipeplan_solvers::madpipe::dp::{
     madpipe_dp, madpipe_dp_at, DpAllocation, DpOptions, DpResult, RoundOutcome,
 };
-use pipeplan_solvers::SolveError;
+use pipeplan_solvers::{Deadline, SolveError};
 use proptest::prelude::*;
-use std::path::Path;
-use std::time::Instant;
 
 // ------------------------------------------------------------------------------------------------
 // Instances
@@ -63,13 +62,6 @@ fn case() -> impl Strategy<Value = (Instance, usize, f64)> {
             let total: f64 = layers.iter().map(|l| l.0 + l.1).sum();
             (inst, gpus, t_frac * total)
         })
-}
-
-fn shipped(name: &str) -> Instance {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../instances")
-        .join(format!("{name}.json"));
-    Instance::from_path(&path).unwrap_or_else(|e| panic!("{e}"))
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -260,7 +252,7 @@ proptest! {
     #[test]
     fn exact_dp_equals_brute_force((inst, gpus, t_hat) in case()) {
         let mc = MadChain::new(&inst);
-        let run = madpipe_dp_at(&inst, gpus, t_hat, &DpOptions::exact(), None).unwrap();
+        let run = madpipe_dp_at(&inst, gpus, t_hat, &DpOptions::exact(), &Deadline::none()).unwrap();
         let brute = brute_force(&mc, t_hat, gpus - 1);
         match (&run.allocation, brute) {
             (None, None) => {}
@@ -277,7 +269,7 @@ proptest! {
         // Contiguous partitions into at most P stages: all on normal GPUs (at most P - 1), or
         // exactly one of them on the special GPU.
         let mc = MadChain::new(&inst);
-        let run = madpipe_dp_at(&inst, gpus, t_hat, &DpOptions::exact(), None).unwrap();
+        let run = madpipe_dp_at(&inst, gpus, t_hat, &DpOptions::exact(), &Deadline::none()).unwrap();
         for alloc in allocations(mc.len()) {
             let special = alloc.iter().filter(|s| s.2).count();
             if alloc.len() > gpus || special > 1 || (special == 0 && alloc.len() == gpus) {
@@ -296,7 +288,7 @@ proptest! {
         let mc = MadChain::new(&inst);
         let exact = brute_force(&mc, t_hat, gpus - 1);
         for opts in [DpOptions::default(), coarse()] {
-            let run = madpipe_dp_at(&inst, gpus, t_hat, &opts, None).unwrap();
+            let run = madpipe_dp_at(&inst, gpus, t_hat, &opts, &Deadline::none()).unwrap();
             if let Some(a) = &run.allocation {
                 check_claims(&mc, t_hat, gpus - 1, a, false);
                 // What fits on the grid fits exactly, and no better than the exact optimum.
@@ -309,7 +301,7 @@ proptest! {
     #[test]
     fn the_search_follows_algorithm_1((inst, gpus, _t) in case()) {
         for opts in [DpOptions::exact(), DpOptions::default()] {
-            match madpipe_dp(&inst, gpus, &opts, None) {
+            match madpipe_dp(&inst, gpus, &opts, &Deadline::none()) {
                 Ok(r) => check_search(&inst, &r, &opts),
                 Err(SolveError::Infeasible(msg)) => {
                     // Then even the most permissive T^ has no allocation.
@@ -424,12 +416,12 @@ proptest! {
         // every GPU (equal with exact values). Both for a fixed T^ and after the search.
         for opts in [DpOptions::default(), DpOptions::exact()] {
             let mut cases: Vec<(f64, Vec<(usize, f64)>)> = Vec::new();
-            if let Some(a) = madpipe_dp_at(&inst, gpus, t_hat, &opts, None).unwrap().allocation {
+            if let Some(a) = madpipe_dp_at(&inst, gpus, t_hat, &opts, &Deadline::none()).unwrap().allocation {
                 if !a.stages.iter().any(|s| s.special) && a.period <= t_hat {
                     cases.push((t_hat, a.stages.iter().map(|s| (s.last, s.memory)).collect()));
                 }
             }
-            if let Ok(r) = madpipe_dp(&inst, gpus, &opts, None) {
+            if let Ok(r) = madpipe_dp(&inst, gpus, &opts, &Deadline::none()) {
                 if !r.detail.iter().any(|s| s.special) && r.dp_period <= r.t_hat {
                     let claims = r.stages.iter().map(|s| (s.last, r.memory[s.gpus[0] as usize]));
                     cases.push((r.t_hat, claims.collect()));
@@ -463,7 +455,7 @@ fn shipped_instances_claims_hold() {
     ] {
         let inst = shipped(name);
         for gpus in 1..=inst.cluster.gpus as usize {
-            match madpipe_dp(&inst, gpus, &DpOptions::default(), None) {
+            match madpipe_dp(&inst, gpus, &DpOptions::default(), &Deadline::none()) {
                 Ok(r) => check_search(&inst, &r, &DpOptions::default()),
                 Err(SolveError::Infeasible(msg)) => assert!(msg.contains("no allocation"), "{msg}"),
                 Err(e) => panic!("{name} P={gpus}: {e}"),
@@ -493,8 +485,12 @@ fn one_thread_or_four_give_the_same_result() {
         let inst = shipped(name);
         let p = inst.cluster.gpus as usize;
         for opts in [DpOptions::default(), coarse()] {
-            let a = one.install(|| madpipe_dp(&inst, p, &opts, None)).unwrap();
-            let b = four.install(|| madpipe_dp(&inst, p, &opts, None)).unwrap();
+            let a = one
+                .install(|| madpipe_dp(&inst, p, &opts, &Deadline::none()))
+                .unwrap();
+            let b = four
+                .install(|| madpipe_dp(&inst, p, &opts, &Deadline::none()))
+                .unwrap();
             assert_eq!(a, b, "{name}");
         }
     }
@@ -506,8 +502,8 @@ proptest! {
     #[test]
     fn determinism_on_random_chains((inst, gpus, _t) in case()) {
         let pool = |n| rayon::ThreadPoolBuilder::new().num_threads(n).build().unwrap();
-        let a = pool(1).install(|| madpipe_dp(&inst, gpus, &DpOptions::default(), None));
-        let b = pool(3).install(|| madpipe_dp(&inst, gpus, &DpOptions::default(), None));
+        let a = pool(1).install(|| madpipe_dp(&inst, gpus, &DpOptions::default(), &Deadline::none()));
+        let b = pool(3).install(|| madpipe_dp(&inst, gpus, &DpOptions::default(), &Deadline::none()));
         prop_assert_eq!(a, b);
     }
 }
@@ -537,23 +533,26 @@ fn gpu_count_and_options_are_checked() {
         e => panic!("not an input error: {e}"),
     };
     let d = DpOptions::default();
-    assert_eq!(field(madpipe_dp(&inst, 0, &d, None).unwrap_err()), "gpus");
-    let e = madpipe_dp(&inst, 4, &d, None).unwrap_err();
+    assert_eq!(
+        field(madpipe_dp(&inst, 0, &d, &Deadline::none()).unwrap_err()),
+        "gpus"
+    );
+    let e = madpipe_dp(&inst, 4, &d, &Deadline::none()).unwrap_err();
     assert!(e.to_string().contains("cluster has 3"), "{e}");
     let bad = DpOptions { k_rounds: 0, ..d };
     assert_eq!(
-        field(madpipe_dp(&inst, 3, &bad, None).unwrap_err()),
+        field(madpipe_dp(&inst, 3, &bad, &Deadline::none()).unwrap_err()),
         "--set rounds"
     );
     let bad = DpOptions { grid_v: 1, ..d };
     assert_eq!(
-        field(madpipe_dp(&inst, 3, &bad, None).unwrap_err()),
+        field(madpipe_dp(&inst, 3, &bad, &Deadline::none()).unwrap_err()),
         "--set grid_v"
     );
-    let e = madpipe_dp_at(&inst, 3, 0.0, &d, None).unwrap_err();
+    let e = madpipe_dp_at(&inst, 3, 0.0, &d, &Deadline::none()).unwrap_err();
     assert_eq!(field(e), "t_hat");
     // One GPU: everything on the special GPU, as one stage (the paper's base case).
-    let r = madpipe_dp(&inst, 1, &d, None).unwrap();
+    let r = madpipe_dp(&inst, 1, &d, &Deadline::none()).unwrap();
     assert_eq!(r.detail.len(), 1);
     assert!(r.detail[0].special && r.detail[0].gpu == 0);
 }
@@ -572,7 +571,7 @@ fn memory_that_never_fits_names_the_binding_constraint() {
         1e9,
         1e10,
     );
-    let msg = madpipe_dp(&inst, 3, &DpOptions::default(), None)
+    let msg = madpipe_dp(&inst, 3, &DpOptions::default(), &Deadline::none())
         .unwrap_err()
         .to_string();
     assert!(msg.starts_with("no feasible plan"), "{msg}");
@@ -594,7 +593,7 @@ fn memory_that_never_fits_names_the_binding_constraint() {
         1e9,
         1e10,
     );
-    let msg = madpipe_dp(&inst, 2, &DpOptions::default(), None)
+    let msg = madpipe_dp(&inst, 2, &DpOptions::default(), &Deadline::none())
         .unwrap_err()
         .to_string();
     assert!(
@@ -607,8 +606,20 @@ fn memory_that_never_fits_names_the_binding_constraint() {
 #[test]
 fn a_passed_deadline_is_a_time_limit() {
     let inst = shipped("resnet50-1000px-b8-8gpu-16gib");
-    let e = madpipe_dp(&inst, 8, &DpOptions::default(), Some(Instant::now())).unwrap_err();
+    let e = madpipe_dp(
+        &inst,
+        8,
+        &DpOptions::default(),
+        &Deadline::after(Some(std::time::Duration::ZERO)),
+    )
+    .unwrap_err();
     assert!(matches!(e, SolveError::TimeLimit(_)), "{e}");
-    let e = madpipe_dp_at(&inst, 8, 100.0, &DpOptions::default(), Some(Instant::now()));
+    let e = madpipe_dp_at(
+        &inst,
+        8,
+        100.0,
+        &DpOptions::default(),
+        &Deadline::after(Some(std::time::Duration::ZERO)),
+    );
     assert!(matches!(e, Err(SolveError::TimeLimit(_))));
 }

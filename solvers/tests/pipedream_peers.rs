@@ -34,10 +34,9 @@ use pipeplan_formulations::peers;
 use pipeplan_solvers::harness::run;
 use pipeplan_solvers::madpipe::pipedream::{
     pd_level_objective, pd_objective, pipedream_partition, PdConfig, PdLevel, PdProfile,
-    PIPEDREAM_TIME,
 };
 use pipeplan_solvers::madpipe::valid_period::valid_period_of_plan;
-use pipeplan_solvers::{registry, SolveError, SolveOptions, Status};
+use pipeplan_solvers::{registry, ObjectiveKind, SolveError, SolveOptions, Status};
 use proptest::prelude::*;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -400,7 +399,7 @@ fn plans_are_judged_at_their_valid_period() {
         let sol = run(algo.as_ref(), &inst, &opts).unwrap();
         assert_eq!(sol.stats.status, Status::Heuristic);
         let obj = sol.claimed.objective.as_ref().unwrap();
-        assert_eq!(obj.name, PIPEDREAM_TIME);
+        assert_eq!(obj.kind, ObjectiveKind::PipedreamStageTime);
         assert_eq!(sol.claimed.period_ms, Some(obj.value));
         let ev = sol.evaluated.as_ref().unwrap();
         assert!(ev.fits && ev.valid_schedule == Some(true), "{:?}", ev.notes);

@@ -1,7 +1,7 @@
 //! `validate`, `import`, `generate` and `schema`: the commands that read or write instance files.
 
+use super::cluster::schedule;
 use super::{write_or_print, Failure, Format};
-use crate::args::schedule;
 use crate::cli::{
     DeviceArg, GenerateArgs, ImportArgs, OptimizerArg, PrecisionArg, SchemaArgs, SchemaKind,
     SourceArg, ValidateArgs,
@@ -87,14 +87,15 @@ pub fn import(a: ImportArgs) -> Result<(), Failure> {
         SourceArg::Pipedream => Source::PipeDream,
         SourceArg::Piper => Source::Piper,
         SourceArg::DnnPartitioning => Source::DnnPartitioning,
-        SourceArg::Galvatron => return super::galvatron_import::import(a),
+        SourceArg::Galvatron => Source::Galvatron,
     };
-    let Some(file) = a.file.clone() else {
+    let Some(file) = a.file.clone().or(a.config.clone()) else {
         return Err(Failure::input(
-            "import: give the profile file (only --from galvatron takes --config instead)",
+            "import: give the profile file (or --config FILE)",
         ));
     };
-    let cluster = if a.cluster_from_profile {
+    let from_file = a.cluster_from_profile || source.carries_cluster();
+    let cluster = if from_file {
         // Placeholder fields the profile replaces; any cluster flag given overrides the profile
         // after the import.
         Cluster {
@@ -115,6 +116,7 @@ pub fn import(a: ImportArgs) -> Result<(), Failure> {
     opts.batch = a.batch;
     opts.time_unit_ms = a.time_unit_ms;
     opts.cluster_from_profile = a.cluster_from_profile;
+    opts.data_root = a.data_root.clone();
     if let Some(s) = a.schedule {
         opts.training.schedule = schedule(s);
     }
@@ -123,9 +125,21 @@ pub fn import(a: ImportArgs) -> Result<(), Failure> {
         opts.training.optimizer_state_factor = f;
     }
     let mut inst = import_file(source, &file, &opts)?;
-    if a.cluster_from_profile {
+    if from_file {
         a.cluster.override_fields(&mut inst.cluster)?;
         inst.validate()?;
+    }
+    // Say it where the user looks, not only in the instance's `source`.
+    if let Some(note) = inst
+        .source
+        .split(". ")
+        .find(|s| s.starts_with("engine arguments not emulated"))
+    {
+        eprintln!(
+            "warning: {}: {}",
+            file.display(),
+            note.trim_end_matches('.')
+        );
     }
     write_instance(&inst, a.output.as_deref())
 }

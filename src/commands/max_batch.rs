@@ -2,63 +2,20 @@
 //! (definition and search: `pipeplan_solvers::max_batch`, `docs/dawnpiper.md`).
 
 use super::{write_or_print, Failure, Format};
-use crate::cli::OutputArgs;
+use crate::cli::MaxBatchArgs;
 use crate::report;
 use crate::table::Table;
-use clap::{Args, ValueEnum};
 use pipeplan_formulations::Instance;
-use pipeplan_solvers::algorithm::{Algorithm, Family, SolveOptions};
+use pipeplan_solvers::algorithm::{Algorithm, SolveOptions};
 use pipeplan_solvers::max_batch::{max_batch, MaxBatch, MaxBatchOptions};
 use pipeplan_solvers::registry;
 use rayon::prelude::*;
-use std::path::PathBuf;
-use std::time::Duration;
-
-/// Memory optimization (swap/recompute) of the DawnPiper algorithms.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum MemOptArg {
-    /// With swap and recompute.
-    On,
-    /// Without.
-    Off,
-    /// One row each.
-    Both,
-}
-
-/// Options of `max-batch`.
-#[derive(Debug, Args)]
-pub struct MaxBatchArgs {
-    /// Instance file.
-    pub instance: PathBuf,
-    /// Algorithms (repeat or comma-separate; default: all that support the instance).
-    #[arg(long = "algo", value_delimiter = ',')]
-    pub algos: Vec<String>,
-    /// Memory optimization of the DawnPiper algorithms (other algorithms have none).
-    #[arg(long, value_enum, default_value = "both")]
-    pub memopt: MemOptArg,
-    /// Time limit of every solve, seconds.
-    #[arg(long, default_value_t = 2.0)]
-    pub time_limit: f64,
-    /// Largest micro-batch size probed.
-    #[arg(long, default_value_t = 1024)]
-    pub max_micro_batch: u32,
-    /// Pipeline stages (default: each algorithm's own).
-    #[arg(long)]
-    pub stages: Option<usize>,
-    /// Output format.
-    #[command(flatten)]
-    pub out: OutputArgs,
-}
+use serde::Serialize;
+use std::collections::BTreeMap;
 
 /// Runs `max-batch`.
 pub fn run(a: MaxBatchArgs) -> Result<(), Failure> {
     let inst = super::read_instance(&a.instance)?;
-    if !(a.time_limit.is_finite() && a.time_limit > 0.0) {
-        return Err(Failure::input(format!(
-            "--time-limit: {} is not a positive number of seconds",
-            a.time_limit
-        )));
-    }
     if a.max_micro_batch == 0 {
         return Err(Failure::input("--max-micro-batch: must be at least 1"));
     }
@@ -80,43 +37,69 @@ pub fn run(a: MaxBatchArgs) -> Result<(), Failure> {
             })
             .collect::<Result<_, _>>()?
     };
-    // (algorithm index, memopt setting) pairs, in registry order.
-    let mut jobs: Vec<(usize, Option<&str>)> = Vec::new();
+    // (algorithm index, settings) pairs, in registry order.
+    let mut jobs: Vec<(usize, BTreeMap<String, String>)> = Vec::new();
     for (i, x) in algos.iter().enumerate() {
-        if x.family() == Family::Dawnpiper {
-            match a.memopt {
-                MemOptArg::On => jobs.push((i, Some("on"))),
-                MemOptArg::Off => jobs.push((i, Some("off"))),
-                MemOptArg::Both => {
-                    jobs.push((i, Some("on")));
-                    jobs.push((i, Some("off")));
+        let params = x.params();
+        let takes = |key: &str| params.iter().any(|p| p.name == key);
+        let base: BTreeMap<String, String> =
+            a.set.iter().filter(|(k, _)| takes(k)).cloned().collect();
+        let varied: Vec<(String, Vec<String>)> = if a.vary.is_empty() {
+            params
+                .iter()
+                .filter(|p| !p.variants.is_empty())
+                .map(|p| {
+                    (
+                        p.name.to_string(),
+                        p.variants.iter().map(|v| v.to_string()).collect(),
+                    )
+                })
+                .collect()
+        } else {
+            a.vary
+                .iter()
+                .filter(|(k, _)| takes(k))
+                .map(|(k, v)| {
+                    (
+                        k.clone(),
+                        v.split(',').map(|x| x.trim().to_string()).collect(),
+                    )
+                })
+                .collect()
+        };
+        let mut combos = vec![base];
+        for (key, values) in &varied {
+            let mut next = Vec::new();
+            for c in &combos {
+                for v in values {
+                    let mut c = c.clone();
+                    c.insert(key.clone(), v.clone());
+                    next.push(c);
                 }
             }
-        } else {
-            jobs.push((i, None));
+            combos = next;
         }
+        jobs.extend(combos.into_iter().map(|c| (i, c)));
     }
     let rows: Vec<MaxBatch> = jobs
         .par_iter()
-        .map(|&(i, memopt)| {
-            let mut solve = SolveOptions {
-                time_limit: Some(Duration::from_secs_f64(a.time_limit)),
+        .map(|(i, settings)| {
+            let solve = SolveOptions {
+                time_limit: a.time_limit.0,
+                seed: a.seed,
                 stages: a.stages,
-                ..SolveOptions::default()
+                params: settings.clone(),
             };
-            if let Some(v) = memopt {
-                solve.params.insert("memopt".into(), v.into());
-            }
             let opts = MaxBatchOptions {
                 solve,
                 max_micro_batch: a.max_micro_batch,
             };
-            max_batch(algos[i].as_ref(), &inst, &opts)
+            max_batch(algos[*i].as_ref(), &inst, &opts)
         })
         .collect();
     let text = match a.out.format() {
         Format::Json => report::json(&rows),
-        Format::Csv => report::csv(&rows),
+        Format::Csv => report::csv(&rows.iter().map(CsvRow::of).collect::<Vec<_>>()),
         Format::Table => table(&inst, &rows),
     };
     write_or_print(None, &text)
@@ -126,7 +109,7 @@ fn table(inst: &Instance, rows: &[MaxBatch]) -> String {
     let mut t = Table::new(
         &[
             "algorithm",
-            "memopt",
+            "settings",
             "micro-batch",
             "m",
             "batch",
@@ -146,7 +129,7 @@ fn table(inst: &Instance, rows: &[MaxBatch]) -> String {
         };
         t.row(vec![
             r.algorithm.clone(),
-            r.memopt.clone().unwrap_or_else(|| "-".into()),
+            settings_cell(&r.settings),
             r.micro_batch.map_or("-".into(), |b| b.to_string()),
             r.micro_batches.to_string(),
             r.batch.map_or("-".into(), |b| b.to_string()),
@@ -162,4 +145,47 @@ fn table(inst: &Instance, rows: &[MaxBatch]) -> String {
         inst.model.batch,
         t.render()
     )
+}
+
+/// `k=v k=v`, or `-`.
+fn settings_cell(s: &BTreeMap<String, String>) -> String {
+    if s.is_empty() {
+        return "-".into();
+    }
+    s.iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// A row of the CSV output: the settings in one column (CSV has a fixed header).
+#[derive(Serialize)]
+struct CsvRow<'a> {
+    algorithm: &'a str,
+    settings: String,
+    micro_batch: Option<u32>,
+    micro_batches: u32,
+    batch: Option<u64>,
+    throughput: Option<f64>,
+    capped: bool,
+    monotone_checked: bool,
+    solves: u32,
+    reason: Option<&'a str>,
+}
+
+impl CsvRow<'_> {
+    fn of(r: &MaxBatch) -> CsvRow<'_> {
+        CsvRow {
+            algorithm: &r.algorithm,
+            settings: settings_cell(&r.settings),
+            micro_batch: r.micro_batch,
+            micro_batches: r.micro_batches,
+            batch: r.batch,
+            throughput: r.throughput,
+            capped: r.capped,
+            monotone_checked: r.monotone_checked,
+            solves: r.solves,
+            reason: r.reason.as_deref(),
+        }
+    }
 }

@@ -1,7 +1,7 @@
 //! One module per group of subcommands, and the error every command returns.
 
+pub mod cluster;
 mod files;
-pub mod galvatron_import;
 pub mod max_batch;
 pub mod profile_plan;
 mod reproduce;
@@ -46,7 +46,10 @@ impl From<SolveError> for Failure {
     fn from(e: SolveError) -> Failure {
         let code = match e {
             SolveError::Input(_) | SolveError::Unsupported(_) => BAD_INPUT,
-            SolveError::Infeasible(_) | SolveError::TimeLimit(_) | SolveError::Solver(_) => NO_PLAN,
+            SolveError::Infeasible(_)
+            | SolveError::TimeLimit(_)
+            | SolveError::Interrupted
+            | SolveError::Solver(_) => NO_PLAN,
         };
         Failure {
             code,
@@ -61,7 +64,7 @@ pub fn run(cmd: Command) -> Result<(), Failure> {
         Command::Solve(a) => solving::solve(a),
         Command::Compare(a) => solving::compare(a),
         Command::Evaluate(a) => solving::evaluate(a),
-        Command::Algorithms(o) => solving::algorithms(o),
+        Command::Algorithms(a) => solving::algorithms(a),
         Command::Validate(a) => files::validate(a),
         Command::Import(a) => files::import(a),
         Command::Generate(a) => files::generate(a),

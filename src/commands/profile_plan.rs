@@ -5,52 +5,10 @@
 //! `extensions.memory_profile.runs` (same fields plus `peak`, see `docs/capture.md`).
 
 use super::{write_or_print, Failure, Format};
-use crate::cli::OutputArgs;
+use crate::cli::{MethodArg, ProfilePlanArgs};
 use crate::table::Table;
-use clap::{Args, ValueEnum};
 use pipeplan_formulations::capture::profiling::{self, Method, ProfilingRun};
 use serde::Serialize;
-use std::path::PathBuf;
-
-/// Which profiling scheme to print.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum MethodArg {
-    /// mCAP: pipeline-only runs (Description 1 of the CAPTURE paper), about L + 1 per batch size.
-    Mcap,
-    /// CAPSlog: trimmed pipeline-only runs with at most two layers per GPU.
-    Capslog,
-    /// CAPTURE: mCAP's runs plus 2- and 4-way dp and tp sub-mesh runs.
-    Capture,
-}
-
-/// Options of `profile-plan`.
-#[derive(Debug, Args)]
-pub struct ProfilePlanArgs {
-    /// Instance file (its chain length, GPUs, GPUs per node and micro-batch are used).
-    pub instance: PathBuf,
-    /// Profiling scheme.
-    #[arg(long, value_enum, default_value = "capture")]
-    pub method: MethodArg,
-    /// Target batch size (samples per micro-batch; default: the instance's micro-batch). Runs
-    /// are planned at a quarter and a half of it (the paper's default).
-    #[arg(long)]
-    pub batch: Option<f64>,
-    /// The two profiling batch sizes instead (samples per micro-batch, e.g. `1,2`, in either
-    /// order): runnable sizes when a quarter and a half of the target are not whole samples.
-    /// The predictor fits a line through them and reads it at the target.
-    #[arg(
-        long,
-        value_name = "LOW,HIGH",
-        value_delimiter = ',',
-        num_args = 1,
-        allow_hyphen_values = true,
-        conflicts_with = "batch"
-    )]
-    pub profile_batches: Option<Vec<f64>>,
-    /// Output format.
-    #[command(flatten)]
-    pub out: OutputArgs,
-}
 
 /// One run as a CSV row.
 #[derive(Debug, Serialize)]

@@ -1,7 +1,7 @@
 //! `solve`, `compare`, `evaluate` and `algorithms`.
 
 use super::{write_or_print, Failure, Format, NO_PLAN};
-use crate::cli::{CompareArgs, EvaluateArgs, OutputArgs, SolveArgs, SolveFlags};
+use crate::cli::{AlgorithmsArgs, CompareArgs, EvaluateArgs, OutputArgs, SolveArgs, SolveFlags};
 use crate::report::{self, Record};
 use crate::table::Table;
 use pipeplan_formulations::evaluate::evaluate as judge;
@@ -143,7 +143,10 @@ pub fn evaluate(a: EvaluateArgs) -> Result<(), Failure> {
 }
 
 /// `pipeplan algorithms`.
-pub fn algorithms(o: OutputArgs) -> Result<(), Failure> {
+pub fn algorithms(a: AlgorithmsArgs) -> Result<(), Failure> {
+    if a.params {
+        return params(a.out);
+    }
     #[derive(serde::Serialize)]
     struct Entry {
         name: &'static str,
@@ -160,7 +163,7 @@ pub fn algorithms(o: OutputArgs) -> Result<(), Failure> {
             description: a.description(),
         })
         .collect();
-    let text = match o.format() {
+    let text = match a.out.format() {
         Format::Json => report::json(&entries),
         Format::Csv => report::csv(&entries),
         Format::Table => {
@@ -171,6 +174,51 @@ pub fn algorithms(o: OutputArgs) -> Result<(), Failure> {
                     e.family.clone(),
                     if e.exact { "yes" } else { "no" }.into(),
                     e.description.into(),
+                ]);
+            }
+            t.render()
+        }
+    };
+    write_or_print(None, &text)
+}
+
+/// `pipeplan algorithms --params`: every declared setting, one row each.
+fn params(out: OutputArgs) -> Result<(), Failure> {
+    #[derive(serde::Serialize)]
+    struct Entry {
+        algorithm: &'static str,
+        setting: &'static str,
+        values: String,
+        default: Option<&'static str>,
+        doc: &'static str,
+    }
+    let entries: Vec<Entry> = registry::all()
+        .iter()
+        .flat_map(|a| {
+            a.params().into_iter().map(|p| Entry {
+                algorithm: a.name(),
+                setting: p.name,
+                values: p.kind.expected(),
+                default: p.default,
+                doc: p.doc,
+            })
+        })
+        .collect();
+    let text = match out.format() {
+        Format::Json => report::json(&entries),
+        Format::Csv => report::csv(&entries),
+        Format::Table => {
+            let mut t = Table::new(
+                &["algorithm", "setting", "values", "default", "what it does"],
+                &[],
+            );
+            for e in &entries {
+                t.row(vec![
+                    e.algorithm.into(),
+                    e.setting.into(),
+                    e.values.clone(),
+                    e.default.unwrap_or("(derived)").into(),
+                    e.doc.into(),
                 ]);
             }
             t.render()

@@ -3,52 +3,15 @@
 //! per (parallelism, degree, profiling batch size). Format: `docs/capture.md`.
 
 use crate::capture::runs::{self, RawRun};
-use crate::cost::weight_versions;
+pub use crate::capture::stats::{check_degree, Parallelism, StatTable};
+use crate::cost::{in_flight, state_copies};
 use crate::error::InputError;
-use crate::instance::{Instance, ScheduleKind};
+use crate::instance::Instance;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// Name of the extension in `instance.extensions`.
 pub const EXTENSION: &str = "memory_profile";
-
-/// How a stage's layers are spread over its GPUs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Parallelism {
-    /// Pipeline only: the stage on one GPU (degree 1).
-    Pp,
-    /// Data parallelism over the stage's GPUs.
-    Dp,
-    /// Tensor parallelism over the stage's GPUs.
-    Tp,
-}
-
-impl std::fmt::Display for Parallelism {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            Parallelism::Pp => "pp",
-            Parallelism::Dp => "dp",
-            Parallelism::Tp => "tp",
-        })
-    }
-}
-
-/// One statistics table: M_i and M_a of every layer for one parallelism, degree and batch size.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct StatTable {
-    /// Parallelism of the profiled stages.
-    pub parallelism: Parallelism,
-    /// Degree (GPUs per stage): 1 for `pp`, a power of two >= 2 for `dp` / `tp`.
-    pub degree: u32,
-    /// Profiling batch size (samples per micro-batch, the unit of `training.micro_batch`).
-    pub batch: f64,
-    /// M_i per layer (bytes per GPU).
-    pub m_i: Vec<f64>,
-    /// M_a per layer (bytes per GPU, may be negative); `m_a[0]` is never used.
-    pub m_a: Vec<f64>,
-}
 
 /// The extension as written in an instance file.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -147,12 +110,9 @@ impl MemoryProfile {
         let kind = inst.training.schedule;
         let g_count = inst.cluster.gpus as f64;
         let m = inst.micro_batches() as f64;
-        let in_flight = match kind {
-            ScheduleKind::Gpipe => m,
-            ScheduleKind::OneFOneB => m.min(g_count),
-            ScheduleKind::Async => g_count,
-        };
-        let copies = weight_versions(inst, kind) + 1.0 + inst.training.optimizer_state_factor;
+        // The first stage's count: every GPU's stage ahead of it.
+        let in_flight = f64::from(in_flight(kind, g_count as usize, 0, m as u32));
+        let copies = state_copies(inst, kind);
         let micro = inst.micro_batch() as f64;
         // Cut bytes after layer l, with no cut before layer 0 or after the last layer, so that
         // M_i(first) + sum M_a telescopes into exactly the evaluator's buffers.
@@ -281,24 +241,6 @@ fn check_table(t: &StatTable, layers: usize, field: &str) -> Result<(), InputErr
         ));
     }
     Ok(())
-}
-
-/// Checks that a parallelism and degree go together: pp has degree 1, dp / tp a power of two
-/// of at least 2.
-pub fn check_degree(par: Parallelism, degree: u32, field: &str) -> Result<(), InputError> {
-    match par {
-        Parallelism::Pp if degree != 1 => Err(InputError::field(
-            field,
-            format!("pipeline-only (pp) statistics have degree 1, found {degree}"),
-        )),
-        Parallelism::Dp | Parallelism::Tp if degree < 2 || !degree.is_power_of_two() => {
-            Err(InputError::field(
-                field,
-                format!("{par} degree must be a power of two of at least 2, found {degree}"),
-            ))
-        }
-        _ => Ok(()),
-    }
 }
 
 /// Sorts the tables and checks that each (parallelism, degree) has exactly two distinct batch

@@ -2,7 +2,7 @@
 //! M_i(l) comes from stages holding l alone, M_a(l) = PM(a, l) - PM(a, l - 1) from pairs of
 //! stages that start at the same layer a; repeated measurements are averaged.
 
-use crate::capture::profile::{check_degree, Parallelism, StatTable};
+use crate::capture::stats::{check_degree, Parallelism, StatTable};
 use crate::error::InputError;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;

@@ -14,15 +14,7 @@ use crate::error::InputError;
 use crate::instance::{Chain, Instance, ScheduleKind};
 use crate::plan::Stage;
 
-/// Micro-batches stage `s` (0-based) of `p` keeps in flight under `kind` with `m` micro-batches.
-pub fn in_flight(kind: ScheduleKind, p: usize, s: usize, m: u32) -> u32 {
-    let ahead = (p - s) as u32;
-    match kind {
-        ScheduleKind::Async => ahead,
-        ScheduleKind::OneFOneB => ahead.min(m),
-        ScheduleKind::Gpipe => m,
-    }
-}
+pub use crate::cost::in_flight;
 
 /// Everything needed to cost contiguous stages of one instance for a pipeline of `p` stages.
 #[derive(Debug, Clone)]
@@ -98,8 +90,7 @@ impl<'a> Model<'a> {
         let end_cut: Vec<f64> = (0..n)
             .map(|i| if i + 1 < n { chain.cut[i] } else { 0.0 })
             .collect();
-        let copies =
-            crate::cost::weight_versions(inst, kind) + 1.0 + inst.training.optimizer_state_factor;
+        let copies = crate::cost::state_copies(inst, kind);
         let monotone = copies >= 0.0
             && [&chain.weights, &chain.saved, &end_cut]
                 .iter()

@@ -8,8 +8,11 @@
 //! | `pipedream` | PipeDream profiler `graph.txt` | [`pipedream`] |
 //! | `piper` | Piper planner input JSON | [`piper`] |
 //! | `dnn-partitioning` | dnn-partitioning layer- or operator-graph JSON | [`dnn_partitioning`] |
+//! | `galvatron` | a Galvatron search config naming its profiles and hardware files | [`crate::galvatron::import`] |
 //!
-//! All three describe DAGs. The importers place the nodes in a deterministic topological order
+//! A Galvatron config carries the cluster, the schedule and the batch (the engine's arguments)
+//! and names the files it reads relative to [`ImportOptions::data_root`]; of the options only
+//! the name applies to it ([`Source::carries_cluster`]). The other three describe DAGs. The importers place the nodes in a deterministic topological order
 //! ([`dag`]) and give every layer an explicit `cut`: the bytes of every tensor live across a cut
 //! placed after it. The instance's `source` field states every unit and assumption used.
 //!
@@ -32,7 +35,7 @@ pub mod piper;
 use crate::error::InputError;
 use crate::instance::{Cluster, Instance, Layer, Model, Precision, Training, FORMAT};
 use std::fmt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
 /// What the user adds to a profile to make an instance.
@@ -53,6 +56,9 @@ pub struct ImportOptions {
     /// Take the GPU count, GPU memory and bandwidth from the profile when it carries them
     /// (Piper, dnn-partitioning) instead of from [`ImportOptions::cluster`].
     pub cluster_from_profile: bool,
+    /// Folder the paths of a Galvatron config are relative to (default: the config file's
+    /// folder with [`import_file`], the working directory with [`import`]).
+    pub data_root: Option<PathBuf>,
 }
 
 impl ImportOptions {
@@ -65,6 +71,7 @@ impl ImportOptions {
             batch: None,
             time_unit_ms: None,
             cluster_from_profile: false,
+            data_root: None,
         }
     }
 }
@@ -78,11 +85,18 @@ pub enum Source {
     Piper,
     /// dnn-partitioning layer-graph JSON (operator graphs are read too).
     DnnPartitioning,
+    /// A Galvatron search config (a JSON document with a `config` object, e.g. a golden run).
+    Galvatron,
 }
 
 impl Source {
     /// Every format, in a fixed order.
-    pub const ALL: [Source; 3] = [Source::PipeDream, Source::Piper, Source::DnnPartitioning];
+    pub const ALL: [Source; 4] = [
+        Source::PipeDream,
+        Source::Piper,
+        Source::DnnPartitioning,
+        Source::Galvatron,
+    ];
 
     /// The name used on the command line and in messages.
     pub fn name(self) -> &'static str {
@@ -90,7 +104,13 @@ impl Source {
             Source::PipeDream => "pipedream",
             Source::Piper => "piper",
             Source::DnnPartitioning => "dnn-partitioning",
+            Source::Galvatron => "galvatron",
         }
+    }
+
+    /// Whether the file states the whole cluster (then [`ImportOptions::cluster`] is not used).
+    pub fn carries_cluster(self) -> bool {
+        self == Source::Galvatron
     }
 }
 
@@ -110,7 +130,10 @@ impl FromStr for Source {
             .ok_or_else(|| {
                 InputError::field(
                     "source",
-                    format!("unknown profile format {s:?}; expected pipedream, piper or dnn-partitioning"),
+                    format!(
+                        "unknown profile format {s:?}; expected pipedream, piper, \
+                         dnn-partitioning or galvatron"
+                    ),
                 )
             })
     }
@@ -123,6 +146,15 @@ pub fn import(source: Source, text: &str, opts: &ImportOptions) -> Result<Instan
         Source::PipeDream => pipedream::read(text)?,
         Source::Piper => piper::read(text)?,
         Source::DnnPartitioning => dnn_partitioning::read(text)?,
+        Source::Galvatron => {
+            let doc = crate::error::parse_json(text, "config document")?;
+            let root = opts.data_root.clone().unwrap_or_default();
+            let mut inst = crate::galvatron::import::import(&doc, &root)?;
+            if let Some(n) = &opts.name {
+                inst.name = n.clone();
+            }
+            return Ok(inst);
+        }
     };
     finish(source, profile, opts)
 }
@@ -140,7 +172,12 @@ pub fn import_file(
         message: e.to_string(),
     })?;
     let mut opts = opts.clone();
-    if opts.name.is_none() {
+    if source == Source::Galvatron {
+        // The config names its model; its files lie beside it unless a root is given.
+        if opts.data_root.is_none() {
+            opts.data_root = path.parent().map(Path::to_path_buf);
+        }
+    } else if opts.name.is_none() {
         opts.name = name_from_path(path);
     }
     import(source, &text, &opts).map_err(|e| e.in_file(path))
@@ -360,8 +397,8 @@ mod tests {
             assert_eq!(s.name().parse::<Source>().unwrap(), s);
             assert_eq!(s.to_string(), s.name());
         }
-        let e = "galvatron".parse::<Source>().unwrap_err().to_string();
-        assert!(e.contains("unknown profile format \"galvatron\""), "{e}");
+        let e = "metis".parse::<Source>().unwrap_err().to_string();
+        assert!(e.contains("unknown profile format \"metis\""), "{e}");
     }
 
     #[test]

@@ -32,17 +32,18 @@
 //! then cancels a running optimization instead of ending the process) and, when no logger is
 //! set, an `env_logger` on stdout at level `error` (`EGOBOX_LOG` overrides).
 
+use crate::algorithm::Stop;
 use crate::capture::space::{Choice, Key, PlanSpace};
+use crate::deadline::Deadline;
 use egobox_ego::{
     EgorBuilder, InfillStrategy, RuntimeFlags, TerminationReason, TerminationStatus, XType,
 };
 use ndarray::{Array2, ArrayView2};
 use std::cell::RefCell;
 use std::collections::HashSet;
-use std::time::Instant;
 
 /// Budget and seed of one run.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct BoSettings {
     /// Random initial points (egobox's seeded Latin-hypercube design).
     pub initial: usize,
@@ -55,7 +56,7 @@ pub struct BoSettings {
     pub candidates: usize,
     /// Wall-clock deadline, checked between guided points only: the initial design is always
     /// evaluated in full.
-    pub deadline: Option<Instant>,
+    pub deadline: Deadline,
 }
 
 /// Outcome: the best plan by the family's tie-break order, and the evaluations made.
@@ -72,8 +73,9 @@ pub struct BoResult {
     pub history: Option<usize>,
     /// True when the deadline cut the guided phase short.
     pub timed_out: bool,
-    /// Why egobox stopped (for example `SolverConverged` when it could not propose a new point).
-    pub termination: String,
+    /// Why the search stopped (`None` when egobox failed, see `error`): its evaluation budget,
+    /// the deadline, no new point proposed ([`Stop::Converged`]) or none left to propose.
+    pub termination: Option<Stop>,
     /// egobox's error, when it failed: the result is then the best point evaluated before it.
     pub error: Option<String>,
 }
@@ -171,7 +173,7 @@ pub(crate) fn single_partition(space: &PlanSpace) -> BoResult {
         distinct_plans: r.plans.len(),
         history: None,
         timed_out: false,
-        termination: "single partition".into(),
+        termination: Some(Stop::Exhausted),
         error: None,
     }
 }
@@ -182,8 +184,8 @@ pub(crate) struct RunEnd {
     pub(crate) history: Option<usize>,
     /// True when the deadline cut the guided phase short.
     pub(crate) timed_out: bool,
-    /// Why the optimizer stopped.
-    pub(crate) termination: String,
+    /// Why the optimizer stopped (`None` on an error).
+    pub(crate) termination: Option<Stop>,
     /// The optimizer's error, if any.
     pub(crate) error: Option<String>,
 }
@@ -222,15 +224,12 @@ pub(crate) fn run_egor(space: &PlanSpace, s: &BoSettings) -> (Record, RunEnd) {
         y
     };
     let mut timed_out = false;
-    let timeout = match s.deadline {
-        Some(d) => {
-            let left = d.saturating_duration_since(Instant::now()).as_secs_f64();
-            // Out of time already: egobox still evaluates its initial design and one guided point
-            // (its timeout must be positive).
-            Some(left.max(1e-9))
-        }
-        None => None,
-    };
+    // Out of time already: egobox still evaluates its initial design and one guided point (its
+    // timeout must be positive).
+    let timeout = s
+        .deadline
+        .remaining()
+        .map(|left| left.as_secs_f64().max(1e-9));
     let xtypes = vec![XType::Int(1, PERCENT); dim];
     let run = EgorBuilder::optimize(objective)
         .configure(|c| {
@@ -258,12 +257,15 @@ pub(crate) fn run_egor(space: &PlanSpace, s: &BoSettings) -> (Record, RunEnd) {
                 TerminationStatus::Terminated(TerminationReason::Timeout)
             );
             let termination = match status {
-                TerminationStatus::Terminated(r) => format!("{r:?}"),
-                TerminationStatus::NotTerminated => "not terminated".into(),
+                TerminationStatus::Terminated(TerminationReason::Timeout) => s.deadline.stop(),
+                TerminationStatus::Terminated(TerminationReason::Interrupt) => Stop::Interrupted,
+                TerminationStatus::Terminated(TerminationReason::MaxItersReached)
+                | TerminationStatus::NotTerminated => Stop::EvaluationBudget,
+                TerminationStatus::Terminated(_) => Stop::Converged,
             };
-            (Some(res.x_doe.nrows()), termination, None)
+            (Some(res.x_doe.nrows()), Some(termination), None)
         }
-        Err(e) => (None, "error".into(), Some(format!("egobox-ego: {e}"))),
+        Err(e) => (None, None, Some(format!("egobox-ego: {e}"))),
     };
     let end = RunEnd {
         history,
@@ -289,7 +291,8 @@ mod tests {
             stages: Some(stages),
             ..SolveOptions::default()
         };
-        PlanSpace::pipeline(&inst, &opts).unwrap()
+        let ctx = crate::algorithm::Context::of(&crate::capture::MCAP_BO, &opts).unwrap();
+        PlanSpace::pipeline(&inst, &ctx).unwrap()
     }
 
     fn settings(initial: usize, iterations: usize) -> BoSettings {
@@ -298,7 +301,7 @@ mod tests {
             iterations,
             seed: 7,
             candidates: 2,
-            deadline: None,
+            deadline: Deadline::none(),
         }
     }
 
@@ -310,7 +313,7 @@ mod tests {
         );
         assert_eq!(r.error, None);
         assert_eq!(r.history, Some(r.evaluations));
-        assert_eq!(r.evaluations, 9, "{}", r.termination);
+        assert_eq!(r.evaluations, 9, "{:?}", r.termination);
     }
 
     #[test]
@@ -325,7 +328,7 @@ mod tests {
         assert_eq!(r.history, Some(r.evaluations));
         assert!(r.evaluations <= 45);
         if r.evaluations < 45 {
-            assert_eq!(r.termination, "SolverConverged");
+            assert_eq!(r.termination, Some(Stop::Converged));
         }
     }
 

@@ -21,15 +21,16 @@
 //!
 //! [`decode`]: crate::capture::bo::decode
 
+use crate::algorithm::Stop;
 use crate::capture::bo::{self, BoResult, BoSettings, Record, RunEnd, GP_STARTS};
 use crate::capture::space::PlanSpace;
+use crate::deadline::Deadline;
 use egobox_gp::{Kriging, ThetaTuning};
 use linfa::prelude::{Dataset, Fit};
 use ndarray::{Array1, Array2};
 use rand_xoshiro::rand_core::{RngCore, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use std::collections::HashSet;
-use std::time::Instant;
 
 /// Default candidate count per guided point of the GP engine: a tenth of scikit-optimize's
 /// `n_points` (10000), which gave no better plans at ten times the cost (`docs/capture.md`).
@@ -51,8 +52,8 @@ pub fn optimize(space: &PlanSpace, s: BoSettings, refit: usize) -> BoResult {
     // The initial design: Egor's own, for the same seed (no guided point, no deadline).
     let initial = BoSettings {
         iterations: 0,
-        deadline: None,
-        ..s
+        deadline: Deadline::none(),
+        ..s.clone()
     };
     let (mut record, end) = bo::run_egor(space, &initial);
     if end.error.is_some() {
@@ -71,13 +72,13 @@ fn guide(space: &PlanSpace, s: &BoSettings, refit: usize, record: &mut Record) -
     let mut end = RunEnd {
         history: None,
         timed_out: false,
-        termination: "budget".into(),
+        termination: Some(Stop::EvaluationBudget),
         error: None,
     };
     for it in 0..s.iterations {
-        if s.deadline.is_some_and(|d| Instant::now() >= d) {
+        if s.deadline.passed() {
             end.timed_out = true;
-            end.termination = "Timeout".into();
+            end.termination = Some(s.deadline.stop());
             break;
         }
         let tuning = match &theta {
@@ -102,7 +103,7 @@ fn guide(space: &PlanSpace, s: &BoSettings, refit: usize, record: &mut Record) -
         {
             Ok(gp) => gp,
             Err(e) => {
-                end.termination = "error".into();
+                end.termination = None;
                 end.error = Some(format!("egobox-gp: {e}"));
                 break;
             }
@@ -115,7 +116,7 @@ fn guide(space: &PlanSpace, s: &BoSettings, refit: usize, record: &mut Record) -
         let (mu, var) = match gp.predict_valvar(&xc) {
             Ok(mv) => mv,
             Err(e) => {
-                end.termination = "error".into();
+                end.termination = None;
                 end.error = Some(format!("egobox-gp: {e}"));
                 break;
             }
@@ -133,7 +134,7 @@ fn guide(space: &PlanSpace, s: &BoSettings, refit: usize, record: &mut Record) -
             }
         }
         let Some((i, _)) = best else {
-            end.termination = "no new candidate".into();
+            end.termination = Some(Stop::Exhausted);
             break;
         };
         let x = cands[i].clone();
@@ -189,7 +190,8 @@ mod tests {
             stages: Some(stages),
             ..SolveOptions::default()
         };
-        PlanSpace::pipeline(&inst, &opts).unwrap()
+        let ctx = crate::algorithm::Context::of(&crate::capture::MCAP_BO, &opts).unwrap();
+        PlanSpace::pipeline(&inst, &ctx).unwrap()
     }
 
     #[test]
@@ -200,12 +202,18 @@ mod tests {
             iterations: 5,
             seed: 3,
             candidates: 100,
-            deadline: None,
+            deadline: Deadline::none(),
         };
         // Egor's design does not depend on its guided budget: engine egor evaluates these
         // points first too.
         let (with_guided, _) = bo::run_egor(&space, &s);
-        let (mut record, _) = bo::run_egor(&space, &BoSettings { iterations: 0, ..s });
+        let (mut record, _) = bo::run_egor(
+            &space,
+            &BoSettings {
+                iterations: 0,
+                ..s.clone()
+            },
+        );
         assert_eq!(record.points.len(), 10);
         assert_eq!(&with_guided.points[..10], &record.points[..]);
         let initial = record.points.clone();

@@ -6,16 +6,16 @@
 //! its own share of the node cap, so results and counters do not depend on the thread count.
 
 use crate::capture::space::{Choice, Key, PlanSpace};
+use crate::deadline::Deadline;
 use rayon::prelude::*;
-use std::time::Instant;
 
 /// Limits of one enumeration.
 #[derive(Debug, Clone, Copy)]
-pub struct Limits {
+pub struct Limits<'d> {
     /// Search nodes (calls of the placement function) over all subtrees.
     pub max_nodes: u64,
-    /// Wall-clock deadline.
-    pub deadline: Option<Instant>,
+    /// When to stop.
+    pub deadline: &'d Deadline,
 }
 
 /// Outcome of an enumeration.
@@ -39,7 +39,7 @@ struct Dfs<'a> {
     nodes: u64,
     plans: u64,
     cap: u64,
-    deadline: Option<Instant>,
+    deadline: &'a Deadline,
     stopped: bool,
     timed_out: bool,
     stack: Vec<Choice>,
@@ -63,7 +63,7 @@ impl Dfs<'_> {
             self.stopped = true;
             return;
         }
-        if self.nodes % 4096 == 0 && self.deadline.is_some_and(|d| Instant::now() >= d) {
+        if self.nodes % 4096 == 0 && self.deadline.passed() {
             self.stopped = true;
             self.timed_out = true;
             return;

@@ -10,7 +10,7 @@
 //! | `capslog-bs-tb` | pipeline only | the same + recursive tie-break | heuristic |
 //! | `capture-exact` | hybrid (or `--set space=pipeline`) | exact DP | optimal |
 //!
-//! Every algorithm claims the objective [`space::OBJECTIVE`] (bytes) and the per-GPU predicted
+//! Every algorithm claims the objective [`ObjectiveKind::PredictedPeakMemory`](crate::ObjectiveKind) (bytes) and the per-GPU predicted
 //! memory; the harness adds the evaluator's figures. Settings (`--set`): `merge=L_m` (layer
 //! merger) and `correct_1f1b=true|false` (default false, as in the paper) for all;
 //! `max_nodes=N` (default 100000) for the enumerations; `space=hybrid|pipeline` for
@@ -30,11 +30,11 @@ pub mod exact;
 pub mod space;
 
 use crate::algorithm::{
-    Algorithm, Family, Solution, SolveError, SolveOptions, Stats, Status, Unsupported,
+    counter, Algorithm, Context, Family, Solution, SolveError, Stats, Status, Stop,
 };
+use crate::settings::{Kind as ParamKind, Param};
 use pipeplan_formulations::{InputError, Instance};
 use space::{Choice, PlanSpace, COMMON_PARAMS};
-use std::time::Instant;
 
 /// The family's algorithms, in the order `pipeplan algorithms` lists them.
 pub fn algorithms() -> Vec<Box<dyn Algorithm>> {
@@ -56,6 +56,59 @@ pub const BO_ITERATIONS: u64 = 70;
 /// `engine=egor` (egobox's own default, `EGO_DEFAULT_N_START`); the default engine scores
 /// [`bo_gp::DEFAULT_CANDIDATES`] random points instead.
 pub const BO_CANDIDATES: u64 = 20;
+
+/// `max_nodes` of the enumerations.
+const MAX_NODES: Param = Param::new(
+    "max_nodes",
+    ParamKind::Count { min: 1 },
+    "100000",
+    "node cap of the enumeration (the plan is then not proven optimal)",
+);
+
+/// capture-exact's `space`.
+const SPACE: Param = Param::new(
+    "space",
+    ParamKind::Choice {
+        values: &["hybrid", "pipeline"],
+    },
+    "hybrid",
+    "plan space: CAPTURE's hybrid pp/dp/tp space or pipeline-only",
+);
+
+/// mcap-bo's settings.
+const BO_PARAMS: [Param; 5] = [
+    Param::new(
+        "initial",
+        ParamKind::Count { min: 1 },
+        "30",
+        "random initial points",
+    ),
+    Param::new(
+        "iterations",
+        ParamKind::Count { min: 0 },
+        "70",
+        "guided (expected-improvement) points",
+    ),
+    Param::derived(
+        "candidates",
+        ParamKind::Count { min: 1 },
+        "per guided point: egobox's multistarts (engine=egor, default 20) or random points \
+         scored (engine=gp, default 1000)",
+    ),
+    Param::new(
+        "engine",
+        ParamKind::Choice {
+            values: &["gp", "egor"],
+        },
+        "gp",
+        "optimizer: egobox-gp with expected improvement over random points, or egobox's Egor",
+    ),
+    Param::derived(
+        "refit",
+        ParamKind::Count { min: 1 },
+        "engine=gp: refit the hyperparameters every this many points (default 1)",
+    ),
+];
 
 /// Which of the family's algorithms.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -80,7 +133,7 @@ struct Descriptor {
     description: &'static str,
     exact: bool,
     /// Settings of its own, besides [`COMMON_PARAMS`].
-    params: &'static [&'static str],
+    params: &'static [Param],
 }
 
 impl Kind {
@@ -96,26 +149,26 @@ impl Kind {
 
     /// The kind's row of the family's table.
     fn descriptor(self) -> Descriptor {
-        let (name, description, exact, params): (_, _, _, &'static [&'static str]) = match self {
+        let (name, description, exact, params): (_, _, _, &'static [Param]) = match self {
             Kind::Capture => (
                 "capture",
                 "CAPTURE (Alg. 4): enumerate pp/dp/tp stage configs on nodes, prune by best peak, \
                  tie-break",
                 true,
-                &["max_nodes"],
+                &[MAX_NODES],
             ),
             Kind::McapBf => (
                 "mcap-bf",
                 "mCAP-BF: every pipeline-only partition, lowest predicted peak, tie-break",
                 true,
-                &["max_nodes"],
+                &[MAX_NODES],
             ),
             Kind::McapBo => (
                 "mcap-bo",
                 "mCAP-BO: Bayesian optimization over per-GPU layer percentages (30 random + 70 EI \
                  points)",
                 false,
-                &["initial", "iterations", "candidates", "engine", "refit"],
+                &BO_PARAMS,
             ),
             Kind::CapslogBs => (
                 "capslog-bs",
@@ -134,7 +187,7 @@ impl Kind {
                 "exact DP over the CAPTURE (or --set space=pipeline) plan space, same plan as \
                  enumeration",
                 true,
-                &["space"],
+                &[SPACE],
             ),
         };
         Descriptor {
@@ -164,17 +217,6 @@ pub const CAPSLOG_BS_TB: CaptureAlgorithm = CaptureAlgorithm(Kind::CapslogBsTb);
 /// `capture-exact`.
 pub const CAPTURE_EXACT: CaptureAlgorithm = CaptureAlgorithm(Kind::CaptureExact);
 
-impl CaptureAlgorithm {
-    /// Every setting the algorithm accepts: [`COMMON_PARAMS`] then its own.
-    pub fn params(&self) -> Vec<&'static str> {
-        COMMON_PARAMS
-            .iter()
-            .chain(self.0.descriptor().params)
-            .copied()
-            .collect()
-    }
-}
-
 impl Algorithm for CaptureAlgorithm {
     fn name(&self) -> &'static str {
         self.0.descriptor().name
@@ -188,33 +230,23 @@ impl Algorithm for CaptureAlgorithm {
     fn exact(&self) -> bool {
         self.0.descriptor().exact
     }
-    fn supports(&self, _inst: &Instance) -> Result<(), Unsupported> {
-        // Every instance: the statistics are derived from the chain when the extension is absent.
-        Ok(())
+    /// [`COMMON_PARAMS`] then the algorithm's own.
+    fn params(&self) -> Vec<Param> {
+        COMMON_PARAMS
+            .iter()
+            .chain(self.0.descriptor().params)
+            .copied()
+            .collect()
     }
-    fn solve(&self, inst: &Instance, opts: &SolveOptions) -> Result<Solution, SolveError> {
-        opts.check_params(self.name(), &self.params())?;
+    fn compute(&self, inst: &Instance, ctx: &Context) -> Result<Solution, SolveError> {
         match self.0 {
-            Kind::Capture => run_enumeration(self, inst, opts, PlanSpace::hybrid(inst, opts)?),
-            Kind::McapBf => run_enumeration(self, inst, opts, PlanSpace::pipeline(inst, opts)?),
-            Kind::McapBo => run_bo(self, inst, opts),
-            Kind::CapslogBs => run_heuristic(self, inst, opts, capslog::bs),
-            Kind::CapslogBsTb => run_heuristic(self, inst, opts, capslog::bs_tb),
-            Kind::CaptureExact => run_exact(self, inst, opts),
+            Kind::Capture => run_enumeration(self, inst, ctx, PlanSpace::hybrid(inst, ctx)?),
+            Kind::McapBf => run_enumeration(self, inst, ctx, PlanSpace::pipeline(inst, ctx)?),
+            Kind::McapBo => run_bo(self, inst, ctx),
+            Kind::CapslogBs => run_heuristic(self, inst, ctx, capslog::bs),
+            Kind::CapslogBsTb => run_heuristic(self, inst, ctx, capslog::bs_tb),
+            Kind::CaptureExact => run_exact(self, inst, ctx),
         }
-    }
-}
-
-fn param_u64(opts: &SolveOptions, key: &str, default: u64) -> Result<u64, SolveError> {
-    match opts.params.get(key) {
-        None => Ok(default),
-        Some(v) => v.parse().ok().filter(|&n| n > 0).ok_or_else(|| {
-            InputError::field(
-                format!("--set {key}"),
-                format!("expected a positive integer, found {v:?}"),
-            )
-            .into()
-        }),
     }
 }
 
@@ -237,19 +269,19 @@ fn no_plan(space: &PlanSpace) -> SolveError {
 fn run_enumeration(
     algo: &dyn Algorithm,
     inst: &Instance,
-    opts: &SolveOptions,
+    ctx: &Context,
     space: PlanSpace,
 ) -> Result<Solution, SolveError> {
-    let max_nodes = param_u64(opts, "max_nodes", DEFAULT_MAX_NODES)?;
+    let max_nodes = ctx.settings.count("max_nodes").unwrap_or(DEFAULT_MAX_NODES);
     let limits = enumerate::Limits {
         max_nodes,
-        deadline: opts.time_limit.map(|t| Instant::now() + t),
+        deadline: &ctx.deadline,
     };
     let e = enumerate::enumerate(&space, limits);
     let Some(best) = e.best else {
         if e.stopped {
             return Err(match e.timed_out {
-                true => SolveError::TimeLimit(opts.time_limit.map_or(0.0, |t| t.as_secs_f64())),
+                true => ctx.deadline.error(),
                 false => SolveError::Infeasible(format!(
                     "the node cap of {max_nodes} (--set max_nodes) was reached before any plan"
                 )),
@@ -257,19 +289,25 @@ fn run_enumeration(
         }
         return Err(no_plan(&space));
     };
-    let mut stats = Stats::new(if e.stopped {
-        Status::Feasible
-    } else {
-        Status::Optimal
-    });
+    let stop = match (e.stopped, e.timed_out) {
+        (false, _) => None,
+        (true, true) => Some(ctx.deadline.stop()),
+        (true, false) => Some(Stop::NodeCap),
+    };
+    let mut stats = Stats::stopped(
+        if e.stopped {
+            Status::Feasible
+        } else {
+            Status::Optimal
+        },
+        stop,
+    );
     if !e.stopped {
         stats.bound = Some(best.peak());
         stats.gap = Some(0.0);
     }
     stats.counters.insert("nodes".into(), e.nodes as f64);
-    stats
-        .counters
-        .insert("plans visited".into(), e.plans as f64);
+    stats.count(counter::PLANS_VISITED, e.plans as f64);
     let mut sol = space.solution(algo, inst, &best.choices, stats);
     if e.stopped {
         sol.notes.push(format!(
@@ -299,55 +337,42 @@ enum BoEngine {
 }
 
 /// `mcap-bo`: Bayesian optimization over pipeline-only partitions.
-fn run_bo(
-    algo: &dyn Algorithm,
-    inst: &Instance,
-    opts: &SolveOptions,
-) -> Result<Solution, SolveError> {
-    let space = PlanSpace::pipeline(inst, opts)?;
-    let engine = match opts.params.get("engine").map(String::as_str) {
-        None | Some("gp") => BoEngine::Gp,
+fn run_bo(algo: &dyn Algorithm, inst: &Instance, ctx: &Context) -> Result<Solution, SolveError> {
+    let space = PlanSpace::pipeline(inst, ctx)?;
+    let engine = match ctx.settings.choice("engine") {
         Some("egor") => BoEngine::Egor,
-        Some(v) => {
-            return Err(InputError::field(
-                "--set engine",
-                format!("unknown mcap-bo engine '{v}' (expected gp or egor)"),
-            )
-            .into())
-        }
+        _ => BoEngine::Gp,
     };
     let default_candidates = match engine {
         BoEngine::Egor => BO_CANDIDATES,
         BoEngine::Gp => bo_gp::DEFAULT_CANDIDATES as u64,
     };
-    if engine == BoEngine::Egor && opts.params.contains_key("refit") {
+    if engine == BoEngine::Egor && ctx.settings.given("refit") {
         return Err(InputError::field(
             "--set refit",
             "applies to engine=gp only (egobox's Egor refits at every point)",
         )
         .into());
     }
+    let count = |key: &str, default: u64| ctx.settings.count(key).unwrap_or(default) as usize;
     let settings = bo::BoSettings {
-        initial: param_u64(opts, "initial", BO_INITIAL)? as usize,
-        iterations: match opts.params.get("iterations") {
-            Some(v) if v == "0" => 0,
-            _ => param_u64(opts, "iterations", BO_ITERATIONS)? as usize,
-        },
-        candidates: param_u64(opts, "candidates", default_candidates)? as usize,
-        seed: opts.seed,
-        deadline: opts.time_limit.map(|t| Instant::now() + t),
+        initial: count("initial", BO_INITIAL),
+        iterations: count("iterations", BO_ITERATIONS),
+        candidates: count("candidates", default_candidates),
+        seed: ctx.seed,
+        deadline: ctx.deadline.clone(),
     };
+    let budget = settings.initial + settings.iterations;
+    let candidates = settings.candidates;
     let r = match engine {
         BoEngine::Egor => bo::optimize(&space, settings),
         BoEngine::Gp => {
-            let refit = param_u64(opts, "refit", bo_gp::DEFAULT_REFIT as u64)? as usize;
+            let refit = count("refit", bo_gp::DEFAULT_REFIT as u64);
             bo_gp::optimize(&space, settings, refit)
         }
     };
-    let mut stats = Stats::new(Status::Heuristic);
-    stats
-        .counters
-        .insert("evaluations".into(), r.evaluations as f64);
+    let mut stats = Stats::stopped(Status::Heuristic, r.termination);
+    stats.count(counter::EVALUATIONS, r.evaluations as f64);
     stats
         .counters
         .insert("distinct plans".into(), r.distinct_plans as f64);
@@ -355,8 +380,7 @@ fn run_bo(
     if r.timed_out {
         sol.notes.push(format!(
             "time limit reached after {} of {} evaluations",
-            r.evaluations,
-            settings.initial + settings.iterations
+            r.evaluations, budget
         ));
     }
     if let Some(e) = &r.error {
@@ -364,12 +388,12 @@ fn run_bo(
             "egobox stopped with an error ({e}); best of the {} points evaluated before it",
             r.evaluations
         ));
-    } else if r.termination == "SolverConverged" {
+    } else if r.termination == Some(Stop::Converged) {
         sol.notes.push(format!(
             "egobox proposed no new point after {} evaluations",
             r.evaluations
         ));
-    } else if r.termination == "no new candidate" {
+    } else if r.termination == Some(Stop::Exhausted) && space.gpus > 1 {
         sol.notes.push(format!(
             "no unevaluated candidate left after {} evaluations",
             r.evaluations
@@ -378,7 +402,7 @@ fn run_bo(
     if engine == BoEngine::Gp {
         sol.notes.push(format!(
             "engine gp: egobox-gp + expected improvement over {} random points per guided point",
-            settings.candidates.max(1)
+            candidates.max(1)
         ));
     }
     Ok(sol)
@@ -388,10 +412,10 @@ fn run_bo(
 fn run_heuristic(
     algo: &dyn Algorithm,
     inst: &Instance,
-    opts: &SolveOptions,
+    ctx: &Context,
     f: fn(&PlanSpace) -> (Option<Vec<Choice>>, u64),
 ) -> Result<Solution, SolveError> {
-    let space = PlanSpace::pipeline(inst, opts)?;
+    let space = PlanSpace::pipeline(inst, ctx)?;
     let (plan, tries) = f(&space);
     let plan = plan.ok_or_else(|| no_plan(&space))?;
     let mut stats = Stats::new(Status::Heuristic);
@@ -400,21 +424,10 @@ fn run_heuristic(
 }
 
 /// `capture-exact`: the exact DP over the hybrid (default) or pipeline-only space.
-fn run_exact(
-    algo: &dyn Algorithm,
-    inst: &Instance,
-    opts: &SolveOptions,
-) -> Result<Solution, SolveError> {
-    let space = match opts.params.get("space").map(String::as_str) {
-        None | Some("hybrid") => PlanSpace::hybrid(inst, opts)?,
-        Some("pipeline") => PlanSpace::pipeline(inst, opts)?,
-        Some(v) => {
-            return Err(InputError::field(
-                "--set space",
-                format!("expected hybrid or pipeline, found {v:?}"),
-            )
-            .into())
-        }
+fn run_exact(algo: &dyn Algorithm, inst: &Instance, ctx: &Context) -> Result<Solution, SolveError> {
+    let space = match ctx.settings.choice("space") {
+        Some("pipeline") => PlanSpace::pipeline(inst, ctx)?,
+        _ => PlanSpace::hybrid(inst, ctx)?,
     };
     let (plan, c) = exact::solve(&space);
     let plan = plan.ok_or_else(|| no_plan(&space))?;

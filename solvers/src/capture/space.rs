@@ -2,14 +2,14 @@
 //! a mesh of nodes, the predicted memory of every (layer range, config), the paper's tie-break
 //! order, and the conversion of a chosen sequence of stages into a [`Plan`] and a [`Solution`].
 
-use crate::algorithm::{Algorithm, Claimed, Objective, Solution, SolveError, SolveOptions, Stats};
+use crate::algorithm::{
+    Algorithm, Claimed, Context, Objective, ObjectiveKind, Solution, SolveError, Stats,
+};
+use crate::settings::{Kind, Param, Settings};
 use pipeplan_formulations::capture::{MemoryProfile, Parallelism, Predictor, StageConfig};
 use pipeplan_formulations::plan::{Plan, Schedule, Stage};
 use pipeplan_formulations::{InputError, Instance};
 use std::cmp::Ordering;
-
-/// Name of the objective every algorithm of the family claims (so the harness computes gaps).
-pub const OBJECTIVE: &str = "predicted peak memory";
 
 /// One stage of a plan: its last (predictor) layer and the index of its config in
 /// [`PlanSpace::configs`]. The first layer follows from the previous stage.
@@ -41,18 +41,30 @@ pub struct PlanSpace {
 }
 
 /// Settings shared by every algorithm of the family.
-pub const COMMON_PARAMS: [&str; 2] = ["merge", "correct_1f1b"];
+pub const COMMON_PARAMS: [Param; 2] = [
+    Param::derived(
+        "merge",
+        Kind::Count { min: 1 },
+        "merge the statistics to this many layers (layer merger; default: no merging)",
+    ),
+    Param::new(
+        "correct_1f1b",
+        Kind::Flag,
+        "false",
+        "scale batch-proportional memory to 1F1B's in-flight micro-batches",
+    ),
+];
 
 impl PlanSpace {
     /// The pipeline-only space: `stages` stages of one GPU each.
-    pub fn pipeline(inst: &Instance, opts: &SolveOptions) -> Result<PlanSpace, SolveError> {
-        let p = opts.stage_count(inst)?;
-        PlanSpace::build(inst, opts, p, p, 1)
+    pub fn pipeline(inst: &Instance, ctx: &Context) -> Result<PlanSpace, SolveError> {
+        let p = ctx.stage_count(inst)?;
+        PlanSpace::build(inst, &ctx.settings, p, p, 1)
     }
 
     /// The hybrid space of CAPTURE: every GPU of the cluster, stages of power-of-two degree up to
     /// the GPUs per node, pp / dp / tp.
-    pub fn hybrid(inst: &Instance, opts: &SolveOptions) -> Result<PlanSpace, SolveError> {
+    pub fn hybrid(inst: &Instance, ctx: &Context) -> Result<PlanSpace, SolveError> {
         let g = inst.cluster.gpus as usize;
         let k = inst.gpus_per_node() as usize;
         if g % k != 0 {
@@ -63,12 +75,12 @@ impl PlanSpace {
             .into());
         }
         let max_degree = 1u32 << (usize::BITS - 1 - k.leading_zeros());
-        PlanSpace::build(inst, opts, g, k, max_degree)
+        PlanSpace::build(inst, &ctx.settings, g, k, max_degree)
     }
 
     fn build(
         inst: &Instance,
-        opts: &SolveOptions,
+        settings: &Settings,
         gpus: usize,
         per_node: usize,
         max_degree: u32,
@@ -76,15 +88,10 @@ impl PlanSpace {
         let profile = MemoryProfile::of_instance(inst, max_degree)?;
         let mut notes = profile.notes.clone();
         let target = inst.micro_batch() as f64;
-        let predictor = match opts.params.get("merge") {
+        let predictor = match settings.count("merge") {
             None => Predictor::new(&profile, target),
-            Some(v) => {
-                let lm: usize = v.parse().map_err(|_| {
-                    InputError::field(
-                        "--set merge",
-                        format!("expected a layer count, found {v:?}"),
-                    )
-                })?;
+            Some(lm) => {
+                let lm = lm as usize;
                 notes.push(format!(
                     "layer merger: {} layers merged to {}",
                     profile.layers(),
@@ -120,29 +127,21 @@ impl PlanSpace {
                 ));
             }
         }
-        let correction = match opts.params.get("correct_1f1b").map(String::as_str) {
-            None | Some("false") => None,
-            Some("true") => {
-                let g = predictor.in_flight().ok_or_else(|| {
-                    InputError::field(
-                        "extensions.memory_profile.in_flight",
-                        "the 1F1B correction (--set correct_1f1b=true) needs the micro-batches in \
-                         flight during profiling",
-                    )
-                })?;
-                let m = inst.micro_batches() as f64;
-                notes.push(format!(
-                    "1F1B correction: batch-proportional memory x min({m}, P - stage) / {g}"
-                ));
-                Some((m, g))
-            }
-            Some(v) => {
-                return Err(InputError::field(
-                    "--set correct_1f1b",
-                    format!("expected true or false, found {v:?}"),
+        let correction = if settings.flag("correct_1f1b") {
+            let g = predictor.in_flight().ok_or_else(|| {
+                InputError::field(
+                    "extensions.memory_profile.in_flight",
+                    "the 1F1B correction (--set correct_1f1b=true) needs the micro-batches in \
+                     flight during profiling",
                 )
-                .into())
-            }
+            })?;
+            let m = inst.micro_batches() as f64;
+            notes.push(format!(
+                "1F1B correction: batch-proportional memory x min({m}, P - stage) / {g}"
+            ));
+            Some((m, g))
+        } else {
+            None
         };
         let l = predictor.layers();
         let mut mem = vec![f64::NAN; configs.len() * l * l];
@@ -315,11 +314,7 @@ impl PlanSpace {
         per_gpu[..v.len()].copy_from_slice(&v);
         let peak = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
         let claimed = Claimed {
-            objective: Some(Objective {
-                name: OBJECTIVE.into(),
-                value: peak,
-                unit: "bytes".into(),
-            }),
+            objective: Some(Objective::new(ObjectiveKind::PredictedPeakMemory, peak)),
             peak_memory: Some(per_gpu),
             max_memory: Some(peak),
             fits: Some(peak <= inst.cluster.memory),

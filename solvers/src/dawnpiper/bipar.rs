@@ -9,11 +9,12 @@
 
 use super::options::{Comm, DpOptions};
 use super::stages::{build, StageCache};
-use crate::algorithm::{Algorithm, Family, Solution, SolveError, SolveOptions, Stats, Status};
+use crate::algorithm::{Algorithm, Context, Family, Solution, SolveError, Stats, Status};
+use crate::deadline::Deadline;
+use crate::settings::Param;
 use pipeplan_formulations::dawnpiper::balance::{comp_mem_positions, Model};
 use pipeplan_formulations::Instance;
 use std::collections::HashMap;
-use std::time::Instant;
 
 /// DawnPiper's binary partitioning with MemOpt.
 pub struct Dawnpiper;
@@ -33,7 +34,7 @@ pub struct Sub {
 pub struct BiPar<'c, 'm, 'a> {
     cache: &'c mut StageCache<'m, 'a>,
     memo: HashMap<(usize, usize, usize, usize), Option<Sub>>,
-    deadline: Option<Instant>,
+    deadline: &'c Deadline,
     /// Set when the deadline cut a loop short.
     pub timed_out: bool,
     /// Cut positions tried.
@@ -51,7 +52,7 @@ pub struct BiPar<'c, 'm, 'a> {
 
 impl<'c, 'm, 'a> BiPar<'c, 'm, 'a> {
     /// A search using `cache` for MemOpt.
-    pub fn new(cache: &'c mut StageCache<'m, 'a>, deadline: Option<Instant>) -> Self {
+    pub fn new(cache: &'c mut StageCache<'m, 'a>, deadline: &'c Deadline) -> Self {
         BiPar {
             cache,
             memo: HashMap::new(),
@@ -194,7 +195,7 @@ impl<'c, 'm, 'a> BiPar<'c, 'm, 'a> {
             if stop || p == mb {
                 break;
             }
-            if self.deadline.is_some_and(|d| Instant::now() >= d) {
+            if self.deadline.passed() {
                 self.timed_out = true;
                 if best.is_some() {
                     break;
@@ -225,15 +226,16 @@ impl Algorithm for Dawnpiper {
         false
     }
 
-    fn solve(&self, inst: &Instance, opts: &SolveOptions) -> Result<Solution, SolveError> {
-        opts.check_params(self.name(), &DpOptions::KEYS)?;
-        let o = DpOptions::from(inst, opts)?;
-        let p = opts.stage_count(inst)?;
-        let start = Instant::now();
-        let deadline = opts.time_limit.map(|d| start + d);
+    fn params(&self) -> Vec<Param> {
+        DpOptions::PARAMS.to_vec()
+    }
+
+    fn compute(&self, inst: &Instance, ctx: &Context) -> Result<Solution, SolveError> {
+        let o = DpOptions::from(inst, &ctx.settings);
+        let p = ctx.stage_count(inst)?;
         let model = Model::new(inst, o.kind, p)?;
         let mut cache = StageCache::new(&model, o);
-        let mut search = BiPar::new(&mut cache, deadline);
+        let mut search = BiPar::new(&mut cache, &ctx.deadline);
         let best = search.solve(0, model.len() - 1, 0, p - 1);
         let (timed_out, positions, pruned) = (search.timed_out, search.positions, search.pruned);
         let (avoided, fallbacks) = (search.avoided, search.comm_fallbacks);
@@ -247,11 +249,7 @@ impl Algorithm for Dawnpiper {
                 o.kind
             )));
         };
-        let mut stats = Stats::new(if timed_out {
-            Status::Feasible
-        } else {
-            Status::Heuristic
-        });
+        let mut stats = Stats::stopped(Status::Heuristic, timed_out.then(|| ctx.deadline.stop()));
         stats
             .counters
             .insert("positions tried".into(), positions as f64);

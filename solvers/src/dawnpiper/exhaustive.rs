@@ -9,10 +9,11 @@
 use super::bipar::describe;
 use super::options::{Comm, DpOptions};
 use super::stages::{build, StageCache};
-use crate::algorithm::{Algorithm, Family, Solution, SolveError, SolveOptions, Stats, Status};
+use crate::algorithm::{Algorithm, Context, Family, Solution, SolveError, Stats, Status};
+use crate::deadline::Deadline;
+use crate::settings::Param;
 use pipeplan_formulations::dawnpiper::balance::Model;
 use pipeplan_formulations::{InputError, Instance};
-use std::time::Instant;
 
 /// Every cut position, same MemOpt.
 pub struct Exhaustive;
@@ -24,7 +25,7 @@ pub struct Exhaustive;
 pub fn optimum(
     cache: &mut StageCache,
     p: usize,
-    deadline: Option<Instant>,
+    deadline: &Deadline,
 ) -> Result<Option<(f64, Vec<usize>)>, ()> {
     let n = cache.model.len();
     let model = cache.model;
@@ -40,7 +41,7 @@ pub fn optimum(
         }
     }
     for s in 1..p {
-        if deadline.is_some_and(|d| Instant::now() >= d) {
+        if deadline.passed() {
             return Err(());
         }
         for e in s..n {
@@ -97,11 +98,14 @@ impl Algorithm for Exhaustive {
         true
     }
 
-    fn solve(&self, inst: &Instance, opts: &SolveOptions) -> Result<Solution, SolveError> {
-        let mut keys = DpOptions::KEYS.to_vec();
-        keys.push("max_nodes");
-        opts.check_params(self.name(), &keys)?;
-        let o = DpOptions::from(inst, opts)?;
+    fn params(&self) -> Vec<Param> {
+        let mut p = DpOptions::PARAMS.to_vec();
+        p.push(DpOptions::MAX_NODES);
+        p
+    }
+
+    fn compute(&self, inst: &Instance, ctx: &Context) -> Result<Solution, SolveError> {
+        let o = DpOptions::from(inst, &ctx.settings);
         if inst.num_layers() > o.max_nodes {
             return Err(SolveError::Input(InputError::field(
                 "--set max_nodes",
@@ -113,13 +117,10 @@ impl Algorithm for Exhaustive {
                 ),
             )));
         }
-        let p = opts.stage_count(inst)?;
-        let start = Instant::now();
-        let deadline = opts.time_limit.map(|d| start + d);
+        let p = ctx.stage_count(inst)?;
         let model = Model::new(inst, o.kind, p)?;
         let mut cache = StageCache::new(&model, o);
-        let best = optimum(&mut cache, p, deadline)
-            .map_err(|_| SolveError::TimeLimit(opts.time_limit.map_or(0.0, |d| d.as_secs_f64())))?;
+        let best = optimum(&mut cache, p, &ctx.deadline).map_err(|_| ctx.deadline.error())?;
         let Some((_, cuts)) = best else {
             return Err(SolveError::Infeasible(format!(
                 "no partition into {p} stages fits {} per GPU, even with {} (schedule {})",

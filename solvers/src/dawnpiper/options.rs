@@ -1,9 +1,9 @@
 //! Settings of the DawnPiper algorithms (`--set key=value`).
 
-use crate::algorithm::{SolveError, SolveOptions};
+use crate::settings::{Kind, Param, Settings};
 use pipeplan_formulations::dawnpiper::memopt::Allowed;
 use pipeplan_formulations::instance::ScheduleKind;
-use pipeplan_formulations::{InputError, Instance};
+use pipeplan_formulations::Instance;
 
 /// How the search treats communication across cuts (`comm`, `docs/dawnpiper.md`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -46,26 +46,52 @@ pub struct DpOptions {
 }
 
 impl DpOptions {
-    /// Keys every DawnPiper algorithm accepts.
-    pub const KEYS: [&'static str; 3] = ["schedule", "memopt", "comm"];
+    /// Settings every DawnPiper algorithm takes.
+    pub const PARAMS: [Param; 3] = [
+        Param::derived(
+            "schedule",
+            Kind::Choice {
+                values: &["async", "1f1b", "gpipe"],
+            },
+            "schedule planned for (default: the instance's)",
+        ),
+        Param::new(
+            "memopt",
+            Kind::Choice {
+                values: &["on", "off", "swap", "recompute", "true", "false"],
+            },
+            "on",
+            "actions MemOpt may use (true = on, false = off)",
+        )
+        .with_variants(&["on", "off"]),
+        Param::new(
+            "comm",
+            Kind::Choice {
+                values: &["ignore", "avoid", "include"],
+            },
+            "ignore",
+            "communication across cuts: ignored (the paper's objective), avoided (Appendix B.2) \
+             or counted as a resource",
+        ),
+    ];
 
-    /// Reads the settings (unknown keys are rejected by the caller's `check_params`).
-    pub fn from(inst: &Instance, opts: &SolveOptions) -> Result<DpOptions, SolveError> {
-        let bad = |k: &str, v: &str, what: &str| {
-            SolveError::Input(InputError::field(
-                format!("--set {k}"),
-                format!("\"{v}\": expected {what}"),
-            ))
-        };
-        let kind = match opts.params.get("schedule").map(|s| s.trim()) {
-            None => inst.training.schedule,
+    /// `max_nodes`, the exhaustive reference's own setting.
+    pub const MAX_NODES: Param = Param::new(
+        "max_nodes",
+        Kind::Count { min: 1 },
+        "64",
+        "largest graph the exhaustive reference accepts (its work grows as P n^2)",
+    );
+
+    /// Reads checked settings (declared by [`DpOptions::PARAMS`] and [`DpOptions::MAX_NODES`]).
+    pub fn from(inst: &Instance, s: &Settings) -> DpOptions {
+        let kind = match s.choice("schedule") {
             Some("async") => ScheduleKind::Async,
             Some("1f1b") => ScheduleKind::OneFOneB,
             Some("gpipe") => ScheduleKind::Gpipe,
-            Some(v) => return Err(bad("schedule", v, "async, 1f1b or gpipe")),
+            _ => inst.training.schedule,
         };
-        let allowed = match opts.params.get("memopt").map(|s| s.trim()) {
-            None | Some("on") | Some("true") => Allowed::ALL,
+        let allowed = match s.choice("memopt") {
             Some("off") | Some("false") => Allowed::NONE,
             Some("swap") => Allowed {
                 swap: true,
@@ -75,26 +101,18 @@ impl DpOptions {
                 swap: false,
                 recompute: true,
             },
-            Some(v) => return Err(bad("memopt", v, "on, off, swap or recompute")),
+            _ => Allowed::ALL,
         };
-        let max_nodes = match opts.params.get("max_nodes") {
-            None => 64,
-            Some(v) => match v.trim().parse::<usize>() {
-                Ok(n) if n >= 1 => n,
-                _ => return Err(bad("max_nodes", v, "a positive integer")),
-            },
-        };
-        let comm = match opts.params.get("comm").map(|s| s.trim()) {
-            None | Some("ignore") => Comm::Ignore,
+        let comm = match s.choice("comm") {
             Some("avoid") => Comm::Avoid,
             Some("include") => Comm::Include,
-            Some(v) => return Err(bad("comm", v, "ignore, avoid or include")),
+            _ => Comm::Ignore,
         };
-        Ok(DpOptions {
+        DpOptions {
             kind,
             allowed,
-            max_nodes,
+            max_nodes: s.count("max_nodes").map_or(64, |n| n as usize),
             comm,
-        })
+        }
     }
 }

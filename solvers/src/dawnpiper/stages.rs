@@ -2,7 +2,7 @@
 //! and a solution.
 
 use super::options::{Comm, DpOptions};
-use crate::algorithm::{solution, Algorithm, Claimed, Objective, Solution, Stats};
+use crate::algorithm::{solution, Algorithm, Claimed, Objective, ObjectiveKind, Solution, Stats};
 use pipeplan_formulations::dawnpiper::balance::Model;
 use pipeplan_formulations::dawnpiper::memopt::{memopt, memopt_g, StagePlan};
 use pipeplan_formulations::instance::ScheduleKind;
@@ -10,13 +10,6 @@ use pipeplan_formulations::plan::{Plan, Schedule, Stage};
 use pipeplan_formulations::units::fmt_ms;
 use pipeplan_formulations::Instance;
 use std::collections::HashMap;
-
-/// Name of the objective both algorithms minimize (the paper's, `comm` = ignore or avoid).
-pub const OBJECTIVE: &str = "max stage time (compute + MemOpt overhead)";
-
-/// Name of the objective with `comm=include`: links count as resources.
-pub const OBJECTIVE_LINKS: &str =
-    "max stage or link time (compute + MemOpt overhead; link = 2 x cut bytes / bandwidth)";
 
 /// MemOpt results per (first node, last node, micro-batches in flight), computed once each.
 /// The stage index matters only through the in-flight count: the boundary buffers depend on
@@ -163,16 +156,14 @@ pub fn build(
         .counters
         .insert("recomputed tensors".into(), recs as f64);
     let claimed = Claimed {
-        objective: Some(Objective {
-            name: if comm == Comm::Include {
-                OBJECTIVE_LINKS
+        objective: Some(Objective::new(
+            if comm == Comm::Include {
+                ObjectiveKind::MemoptStageOrLinkTime
             } else {
-                OBJECTIVE
-            }
-            .into(),
-            value: worst,
-            unit: "ms".into(),
-        }),
+                ObjectiveKind::MemoptStageTime
+            },
+            worst,
+        )),
         max_memory: Some(peaks.iter().copied().fold(0.0, f64::max)),
         peak_memory: Some(peaks),
         fits: Some(fits),

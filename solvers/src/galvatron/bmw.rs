@@ -9,7 +9,7 @@
 //! 3. every stage memory is at most the largest stage memory of the time-balanced partition p_t
 //!    (when p_t is infeasible, its stage memory is the budget, so the limit is limit 2).
 
-use super::search::{Counters, Engine, PpData, PpResult, Tables, Task};
+use super::engine::{Counters, Engine, PpData, PpResult, Tables, Task};
 use pipeplan_formulations::galvatron::Strategy;
 use std::collections::{BTreeSet, VecDeque};
 
@@ -33,7 +33,9 @@ pub(crate) fn adjust(
     if pp == 1 {
         return engine.evaluate(pd, &start, counters, cache);
     }
-    let pt = engine.time_balanced(pp as usize, &pd.intra);
+    let Some(pt) = engine.time_balanced(pp as usize, &pd.intra) else {
+        return Ok(None);
+    };
     let time_plan = engine.evaluate(pd, &pt, counters, cache)?;
     let mem_limit = time_plan
         .as_ref()

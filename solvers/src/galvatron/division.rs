@@ -2,7 +2,7 @@
 //! memory-balanced greedy (`pp_division_memory_balanced`), and a time-balanced min-max
 //! (`docs/galvatron.md`, "Search").
 
-use super::search::{Engine, Task};
+use super::engine::{Engine, Task};
 use pipeplan_formulations::galvatron::cost::layer_memory;
 use pipeplan_formulations::galvatron::{PipelineType, Strategy};
 
@@ -100,7 +100,11 @@ impl Engine<'_> {
 
     /// Time-balanced division: contiguous partition minimizing the largest stage sum of each
     /// layer's fastest strategy time (ties: the earliest cut).
-    pub fn time_balanced(&self, pp: usize, intra: &[Vec<f64>]) -> Vec<usize> {
+    pub fn time_balanced(&self, pp: usize, intra: &[Vec<f64>]) -> Option<Vec<usize>> {
+        if pp == 0 || pp > intra.len() {
+            // No division of the layers into `pp` non-empty stages.
+            return None;
+        }
         let w: Vec<f64> = intra
             .iter()
             .map(|r| r.iter().copied().fold(f64::INFINITY, f64::min))
@@ -117,6 +121,6 @@ impl Engine<'_> {
             out.push(e + 1 - start);
             start = e + 1;
         }
-        out
+        Some(out)
     }
 }

@@ -14,30 +14,35 @@
 pub mod bmw;
 mod division;
 pub mod dp;
+pub mod engine;
 pub mod plan;
 pub mod search;
 pub mod stage_call;
 
 use crate::algorithm::{
-    solution, Algorithm, Claimed, Family, Objective, Solution, SolveError, SolveOptions, Stats,
-    Status, Unsupported,
+    solution, Algorithm, Claimed, Context, Family, Objective, ObjectiveKind, Solution, SolveError,
+    Stats, Status, Unsupported,
 };
+use crate::settings::{Kind, Param};
 use pipeplan_formulations::galvatron::derive::layer_types;
 use pipeplan_formulations::{InputError, Instance};
 use search::{Division, Engine};
-use std::time::Instant;
 
 /// The family's algorithms, in the order `pipeplan algorithms` lists them.
 pub fn algorithms() -> Vec<Box<dyn Algorithm>> {
     vec![
-        Box::new(Galvatron { kind: Kind::Base }),
-        Box::new(Galvatron { kind: Kind::Bmw }),
-        Box::new(Galvatron { kind: Kind::Time }),
+        Box::new(Galvatron {
+            kind: Planner::Base,
+        }),
+        Box::new(Galvatron { kind: Planner::Bmw }),
+        Box::new(Galvatron {
+            kind: Planner::Time,
+        }),
     ]
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kind {
+enum Planner {
     Base,
     Bmw,
     Time,
@@ -45,27 +50,46 @@ enum Kind {
 
 /// A Galvatron planner.
 struct Galvatron {
-    kind: Kind,
+    kind: Planner,
 }
 
-fn parse<T: std::str::FromStr>(opts: &SolveOptions, key: &str) -> Result<Option<T>, SolveError> {
-    match opts.params.get(key) {
-        None => Ok(None),
-        Some(v) => v.parse().map(Some).map_err(|_| {
-            SolveError::Input(InputError::field(
-                format!("--set {key}"),
-                format!("cannot parse {v:?}"),
-            ))
-        }),
-    }
-}
+/// Settings of every Galvatron planner (they override the instance's `layer_types.settings`).
+const PARAMS: [Param; 3] = [
+    Param::derived(
+        "settle_bsz",
+        Kind::Integer,
+        "global batch size to settle on (default: the instance's settings)",
+    ),
+    Param::derived(
+        "settle_chunk",
+        Kind::Integer,
+        "micro-batch count to settle on (default: the instance's settings)",
+    ),
+    Param::derived(
+        "memory_unit_mb",
+        Kind::Real {
+            above: f64::NEG_INFINITY,
+            below: f64::INFINITY,
+            none: false,
+        },
+        "memory unit of the DP's budget, MB (default: the instance's settings)",
+    ),
+];
+
+/// galvatron-bmw's own setting.
+const MAX_PARTITIONS: Param = Param::new(
+    "max_partitions",
+    Kind::Count { min: 0 },
+    "32",
+    "partitions explored per pipeline degree (0 counts as 1)",
+);
 
 impl Algorithm for Galvatron {
     fn name(&self) -> &'static str {
         match self.kind {
-            Kind::Base => "galvatron-base",
-            Kind::Bmw => "galvatron-bmw",
-            Kind::Time => "galvatron-time",
+            Planner::Base => "galvatron-base",
+            Planner::Bmw => "galvatron-bmw",
+            Planner::Time => "galvatron-time",
         }
     }
     fn family(&self) -> Family {
@@ -73,9 +97,9 @@ impl Algorithm for Galvatron {
     }
     fn description(&self) -> &'static str {
         match self.kind {
-            Kind::Base => "Galvatron engine search: per-layer pp/tp/dp/sdp/ckpt by memory-budget DP, engine's stage division",
-            Kind::Bmw => "Galvatron-BMW: engine search with the bi-objective (memory/time) partition adjustment",
-            Kind::Time => "Galvatron engine search with a pure time-balanced stage division",
+            Planner::Base => "Galvatron engine search: per-layer pp/tp/dp/sdp/ckpt by memory-budget DP, engine's stage division",
+            Planner::Bmw => "Galvatron-BMW: engine search with the bi-objective (memory/time) partition adjustment",
+            Planner::Time => "Galvatron engine search with a pure time-balanced stage division",
         }
     }
     fn exact(&self) -> bool {
@@ -97,34 +121,31 @@ impl Algorithm for Galvatron {
         }
         Ok(())
     }
-    fn solve(&self, inst: &Instance, opts: &SolveOptions) -> Result<Solution, SolveError> {
-        let known: &[&str] = if self.kind == Kind::Bmw {
-            &[
-                "settle_bsz",
-                "settle_chunk",
-                "memory_unit_mb",
-                "max_partitions",
-            ]
-        } else {
-            &["settle_bsz", "settle_chunk", "memory_unit_mb"]
-        };
-        opts.check_params(self.name(), known)?;
+    fn params(&self) -> Vec<Param> {
+        let mut p = PARAMS.to_vec();
+        if self.kind == Planner::Bmw {
+            p.push(MAX_PARTITIONS);
+        }
+        p
+    }
+    fn compute(&self, inst: &Instance, ctx: &Context) -> Result<Solution, SolveError> {
         let (mut lt, derived) = layer_types(inst)?;
-        if let Some(b) = parse::<i64>(opts, "settle_bsz")? {
+        let s = &ctx.settings;
+        if let Some(b) = s.integer("settle_bsz") {
             lt.settings.settle_bsz = b;
         }
-        if let Some(c) = parse::<i64>(opts, "settle_chunk")? {
+        if let Some(c) = s.integer("settle_chunk") {
             lt.settings.settle_chunk = c;
         }
-        if let Some(u) = parse::<f64>(opts, "memory_unit_mb")? {
+        if let Some(Some(u)) = s.real("memory_unit_mb") {
             lt.settings.memory_unit_mb = u;
         }
         lt.settings.check("--set").map_err(SolveError::Input)?;
-        let max_partitions = parse::<usize>(opts, "max_partitions")?.unwrap_or(32).max(1);
+        let max_partitions = s.count("max_partitions").unwrap_or(32).max(1) as usize;
         let division = match self.kind {
-            Kind::Base => Division::Engine,
-            Kind::Bmw => Division::Bmw { max_partitions },
-            Kind::Time => Division::Time,
+            Planner::Base => Division::Engine,
+            Planner::Bmw => Division::Bmw { max_partitions },
+            Planner::Time => Division::Time,
         };
         let engine = Engine::new(&lt);
         if engine.strategies.is_empty() {
@@ -132,26 +153,22 @@ impl Algorithm for Galvatron {
                 "the settings leave no strategy".into(),
             ));
         }
-        let deadline = opts.time_limit.map(|d| Instant::now() + d);
         let (found, counters) = engine
-            .search(division, deadline)
+            .search(division, &ctx.deadline)
             .map_err(|m| SolveError::Input(InputError::field("extensions.layer_types", m)))?;
         let Some(found) = found else {
             if counters.cut_short && counters.tasks == 0 {
-                return Err(SolveError::TimeLimit(
-                    opts.time_limit.map_or(0.0, |d| d.as_secs_f64()),
-                ));
+                return Err(ctx.deadline.error());
             }
             return Err(SolveError::Infeasible(plan::why_infeasible(&engine)));
         };
         let plan = plan::to_plan(inst, &lt, &found);
         let per_gpu = plan::peak_per_gpu(inst, &found);
         let claimed = Claimed {
-            objective: Some(Objective {
-                name: "iteration time (engine cost model)".into(),
-                value: found.best.cost * 1000.0,
-                unit: "ms".into(),
-            }),
+            objective: Some(Objective::new(
+                ObjectiveKind::EngineIterationTime,
+                found.best.cost * 1000.0,
+            )),
             period_ms: None,
             iteration_ms: Some(found.best.cost * 1000.0),
             throughput: Some(found.throughput),
@@ -159,11 +176,10 @@ impl Algorithm for Galvatron {
             peak_memory: Some(per_gpu),
             fits: Some(true),
         };
-        let mut stats = Stats::new(if counters.cut_short {
-            Status::Feasible
-        } else {
-            Status::Heuristic
-        });
+        let mut stats = Stats::stopped(
+            Status::Heuristic,
+            counters.cut_short.then(|| ctx.deadline.stop()),
+        );
         stats
             .counters
             .insert("dp_calls".into(), counters.dp_calls as f64);

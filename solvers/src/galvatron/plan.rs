@@ -3,7 +3,7 @@
 //! strategies becomes neighbouring stages on the same GPU set (one pipeline position for the
 //! evaluator under `1f1b` / `gpipe`).
 
-use super::search::{Engine, Found};
+use super::engine::{Engine, Found};
 use pipeplan_formulations::galvatron::cost::{layer_memory, MemoryCall};
 use pipeplan_formulations::galvatron::{LayerTypes, PipelineType, Strategy};
 use pipeplan_formulations::{Instance, Plan, Schedule, Stage};

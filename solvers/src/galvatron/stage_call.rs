@@ -2,7 +2,7 @@
 //! against the engine's recorded calls (`docs/galvatron.md`, "Golden replays").
 
 use super::dp::{Assignment, StageDp};
-use super::search::{Engine, Task};
+use super::engine::{Engine, Task};
 use pipeplan_formulations::galvatron::Strategy;
 
 /// One stage DP call (see [`Engine::stage_call`]).

@@ -32,18 +32,15 @@
 
 use super::valid_period::{async_schedule, valid_period, ValidPeriod, MEM_TOL};
 use crate::algorithm::{
-    solution, Algorithm, Claimed, Family, Objective, Solution, SolveError, SolveOptions, Stats,
-    Status,
+    solution, Algorithm, Claimed, Context, Family, Objective, ObjectiveKind, Solution, SolveError,
+    Stats, Status,
 };
-use pipeplan_formulations::cost::weight_versions;
+use crate::deadline::Deadline;
+use crate::settings::{Kind, Param};
+use pipeplan_formulations::cost::state_copies;
 use pipeplan_formulations::instance::{Chain, ScheduleKind};
 use pipeplan_formulations::units::fmt_bytes;
 use pipeplan_formulations::{InputError, Instance, Plan};
-use std::time::Instant;
-
-/// Objective name shared by every MadPipe-family algorithm that claims an asynchronous period,
-/// so that `compare` computes gaps between them.
-pub const ASYNC_PERIOD: &str = "async period";
 
 /// The exact contiguous optimum (see the module docs).
 pub struct ExactContiguous;
@@ -111,9 +108,7 @@ impl Model {
         Model {
             chain: inst.chain(),
             // Same expression as the evaluator's `stage_cost`.
-            copies: weight_versions(inst, ScheduleKind::Async)
-                + 1.0
-                + inst.training.optimizer_state_factor,
+            copies: state_copies(inst, ScheduleKind::Async),
             limit: inst.cluster.memory * (1.0 + MEM_TOL),
             link_bw,
             homogeneous,
@@ -313,7 +308,7 @@ pub fn contiguous_optimum(
     inst: &Instance,
     qmin: usize,
     qmax: usize,
-    deadline: Option<Instant>,
+    deadline: &Deadline,
 ) -> Result<ContiguousOptimum, SolveError> {
     inst.validate()?;
     let n = inst.num_layers();
@@ -352,7 +347,7 @@ pub fn contiguous_optimum(
     let mut hi: u64 = best.period.to_bits();
     let mut stopped = false;
     while hi - lo > 1 {
-        if deadline.is_some_and(|d| Instant::now() >= d) {
+        if deadline.passed() {
             stopped = true;
             break;
         }
@@ -418,24 +413,24 @@ impl Algorithm for ExactContiguous {
     fn exact(&self) -> bool {
         true
     }
-    fn solve(&self, inst: &Instance, opts: &SolveOptions) -> Result<Solution, SolveError> {
-        opts.check_params(self.name(), &["fewer"])?;
-        let fewer = match opts.params.get("fewer").map(String::as_str) {
-            None | Some("true") => true,
-            Some("false") => false,
-            Some(v) => {
-                return Err(SolveError::Input(InputError::field(
-                    "--set fewer",
-                    format!("expected true or false, found {v:?}"),
-                )))
-            }
-        };
-        let p = opts.stage_count(inst)?;
-        let deadline = opts.time_limit.map(|d| Instant::now() + d);
-        let opt = contiguous_optimum(inst, if fewer { 1 } else { p }, p, deadline)?;
+    fn params(&self) -> Vec<Param> {
+        vec![Param::new(
+            "fewer",
+            Kind::Flag,
+            "true",
+            "also consider partitions into fewer stages than GPUs",
+        )]
+    }
+    fn compute(&self, inst: &Instance, ctx: &Context) -> Result<Solution, SolveError> {
+        let fewer = ctx.settings.flag("fewer");
+        let p = ctx.stage_count(inst)?;
+        let opt = contiguous_optimum(inst, if fewer { 1 } else { p }, p, &ctx.deadline)?;
         let t = opt.valid.period;
         let plan = Plan::contiguous(&opt.ends, async_schedule(Some(t)));
-        let mut stats = Stats::new(opt.status);
+        let mut stats = Stats::stopped(
+            opt.status,
+            (opt.status == Status::Feasible).then(|| ctx.deadline.stop()),
+        );
         stats.bound = Some(opt.bound);
         stats.gap = Some(if t > 0.0 { (t - opt.bound) / t } else { 0.0 });
         stats
@@ -445,11 +440,7 @@ impl Algorithm for ExactContiguous {
             .counters
             .insert("breakpoints".into(), opt.valid.breakpoints as f64);
         let claimed = Claimed {
-            objective: Some(Objective {
-                name: ASYNC_PERIOD.into(),
-                value: t,
-                unit: "ms".into(),
-            }),
+            objective: Some(Objective::new(ObjectiveKind::AsyncPeriod, t)),
             period_ms: Some(t),
             throughput: Some(inst.micro_batch() as f64 / t * 1e3),
             max_memory: Some(opt.valid.max_memory()),

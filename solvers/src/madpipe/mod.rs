@@ -15,3 +15,12 @@ pub mod schedule_ilp;
 pub mod valid_period;
 
 pub use planner::Madpipe;
+
+/// The family's algorithms, in the order `pipeplan algorithms` lists them.
+pub fn algorithms() -> Vec<Box<dyn crate::algorithm::Algorithm>> {
+    vec![
+        Box::new(pipedream::PipeDream),
+        Box::new(Madpipe),
+        Box::new(exact_contiguous::ExactContiguous),
+    ]
+}

@@ -5,20 +5,17 @@
 //! dashed line) is kept in the notes and in the counters `dp period ms` and `dp t_hat ms`.
 
 use super::dp::{madpipe_dp, DpOptions};
-use super::exact_contiguous::ASYNC_PERIOD;
-use super::schedule_ilp::{least_period, IlpOptions};
+use super::schedule_ilp::{least_period_within, IlpOptions};
 use crate::algorithm::{
-    solution, Algorithm, Claimed, Family, Objective, Solution, SolveError, SolveOptions, Status,
+    solution, Algorithm, Claimed, Context, Family, Objective, ObjectiveKind, Solution, SolveError,
+    Status,
 };
+use crate::settings::{Kind, Param};
 use pipeplan_formulations::units::fmt_ms;
 use pipeplan_formulations::Instance;
-use std::time::Instant;
 
 /// MadPipe (DP + T^ search + schedule ILP).
 pub struct Madpipe;
-
-/// Settings `madpipe` accepts besides the DP's grids (`grid_t`, `grid_m`, `grid_v`, `rounds`).
-const ILP_KEYS: [&str; 1] = ["period_tolerance"];
 
 impl Algorithm for Madpipe {
     fn name(&self) -> &'static str {
@@ -39,36 +36,38 @@ impl Algorithm for Madpipe {
         false
     }
 
-    fn solve(&self, inst: &Instance, opts: &SolveOptions) -> Result<Solution, SolveError> {
-        let known: Vec<&str> = DpOptions::KEYS.iter().chain(&ILP_KEYS).copied().collect();
-        opts.check_params(self.name(), &known)?;
-        let dp_opts = DpOptions::from_params(&opts.params)?;
+    fn params(&self) -> Vec<Param> {
+        let mut p = DpOptions::PARAMS.to_vec();
+        p.push(Param::new(
+            "period_tolerance",
+            Kind::Real {
+                above: 0.0,
+                below: 1.0,
+                none: false,
+            },
+            "0.001",
+            "relative width at which the schedule ILP's period bisection stops",
+        ));
+        p
+    }
+
+    fn compute(&self, inst: &Instance, ctx: &Context) -> Result<Solution, SolveError> {
+        let dp_opts = DpOptions::from_settings(&ctx.settings);
         let mut ilp_opts = IlpOptions::default();
-        if let Some(t) = opts.params.get("period_tolerance") {
-            ilp_opts.period_tolerance = match t.trim().parse::<f64>() {
-                Ok(v) if v > 0.0 && v < 1.0 => v,
-                _ => {
-                    return Err(SolveError::Input(pipeplan_formulations::InputError::field(
-                        "--set period_tolerance",
-                        format!("must be a relative width in (0, 1); found \"{t}\""),
-                    )))
-                }
-            };
+        if let Some(Some(t)) = ctx.settings.real("period_tolerance") {
+            ilp_opts.period_tolerance = t;
         }
-        let gpus = opts.stage_count(inst)?;
-        let start = Instant::now();
-        let deadline = opts.time_limit.map(|d| start + d);
-        let dp = madpipe_dp(inst, gpus, &dp_opts, deadline)?;
+        let gpus = ctx.stage_count(inst)?;
+        let dp = madpipe_dp(inst, gpus, &dp_opts, &ctx.deadline)?;
         // The ILP gets what the DP left of the time limit.
-        ilp_opts.time_limit = deadline.map(|d| d.saturating_duration_since(Instant::now()));
-        let ilp = least_period(inst, &dp.stages, &ilp_opts)?;
+        let ilp = least_period_within(inst, &dp.stages, &ilp_opts, &ctx.deadline)?;
 
         let mut stats = ilp.stats();
-        stats.status = if dp.timed_out || ilp.status == Status::Feasible {
-            Status::Feasible
-        } else {
-            Status::Heuristic
-        };
+        // A heuristic either way; the deadline may have cut the T^ search or the bisection.
+        stats.status = Status::Heuristic;
+        if dp.timed_out {
+            stats.stop = Some(ctx.deadline.stop());
+        }
         // The bound and gap of the ILP refer to this allocation only, not to the problem.
         stats.bound = None;
         stats.gap = None;
@@ -82,11 +81,7 @@ impl Algorithm for Madpipe {
             dp.detail.iter().filter(|s| s.special).count() as f64,
         );
         let claimed = Claimed {
-            objective: Some(Objective {
-                name: ASYNC_PERIOD.into(),
-                value: ilp.period,
-                unit: "ms".into(),
-            }),
+            objective: Some(Objective::new(ObjectiveKind::AsyncPeriod, ilp.period)),
             period_ms: Some(ilp.period),
             peak_memory: Some(ilp.memory.clone()),
             max_memory: Some(ilp.max_memory),

@@ -49,15 +49,13 @@
 
 use super::valid_period::{async_schedule, valid_period_of_plan, ValidPeriodError};
 use crate::algorithm::{
-    solution, Algorithm, Claimed, Family, Objective, Solution, SolveError, SolveOptions, Stats,
-    Status,
+    solution, Algorithm, Claimed, Context, Family, Objective, ObjectiveKind, Solution, SolveError,
+    Stats, Status,
 };
+use crate::settings::{Kind, Param};
 use pipeplan_formulations::instance::ScheduleKind;
 use pipeplan_formulations::units::fmt_bytes;
 use pipeplan_formulations::{InputError, Instance, Plan, Stage};
-
-/// Objective name of PipeDream's own estimate.
-pub const PIPEDREAM_TIME: &str = "pipedream max stage time";
 
 /// PipeDream's planner followed by its valid 1F1B* period (see the module docs).
 pub struct PipeDream;
@@ -67,35 +65,6 @@ pub use levels::{
     pd_level_objective, pd_objective, pipedream_partition, PdConfig, PdLevel, PdPartition,
     PdProfile, PdStage,
 };
-
-fn flag(opts: &SolveOptions, key: &str, default: bool) -> Result<bool, SolveError> {
-    match opts.params.get(key).map(String::as_str) {
-        None => Ok(default),
-        Some("true") => Ok(true),
-        Some("false") => Ok(false),
-        Some(v) => Err(SolveError::Input(InputError::field(
-            format!("--set {key}"),
-            format!("expected true or false, found {v:?}"),
-        ))),
-    }
-}
-
-/// `--set activation_compression_ratio=<positive number>|none` (default 1: transfers count in
-/// full, as the optimizer's README demo runs it).
-fn compression_ratio(opts: &SolveOptions) -> Result<Option<f64>, SolveError> {
-    let key = "activation_compression_ratio";
-    match opts.params.get(key).map(String::as_str) {
-        None => Ok(Some(1.0)),
-        Some("none") => Ok(None),
-        Some(v) => match v.parse::<f64>() {
-            Ok(r) if r.is_finite() && r > 0.0 => Ok(Some(r)),
-            _ => Err(SolveError::Input(InputError::field(
-                format!("--set {key}"),
-                format!("expected a positive number or none, found {v:?}"),
-            ))),
-        },
-    }
-}
 
 /// The plan of a PipeDream partition: each stage on its replicas' GPUs.
 pub fn pd_plan(part: &PdPartition) -> Plan {
@@ -179,17 +148,40 @@ impl Algorithm for PipeDream {
     fn exact(&self) -> bool {
         false
     }
-    fn solve(&self, inst: &Instance, opts: &SolveOptions) -> Result<Solution, SolveError> {
-        opts.check_params(
-            self.name(),
-            &["replicate", "memory_check", "activation_compression_ratio"],
-        )?;
-        let replicate = flag(opts, "replicate", false)?;
-        let memory_check = flag(opts, "memory_check", true)?;
-        let activation_compression_ratio = compression_ratio(opts)?;
+    fn params(&self) -> Vec<Param> {
+        vec![
+            Param::new(
+                "replicate",
+                Kind::Flag,
+                "false",
+                "let stages be replicated over data-parallel GPUs (--stages = GPUs used)",
+            ),
+            Param::new(
+                "memory_check",
+                Kind::Flag,
+                "true",
+                "the planner's rough memory check (weights and activations of a stage)",
+            ),
+            Param::new(
+                "activation_compression_ratio",
+                Kind::Real {
+                    above: 0.0,
+                    below: f64::INFINITY,
+                    none: true,
+                },
+                "1",
+                "divides the transfer times (none: transfers are ignored)",
+            ),
+        ]
+    }
+    fn compute(&self, inst: &Instance, ctx: &Context) -> Result<Solution, SolveError> {
+        let replicate = ctx.settings.flag("replicate");
+        let memory_check = ctx.settings.flag("memory_check");
+        let activation_compression_ratio =
+            ctx.settings.real("activation_compression_ratio").flatten();
         let machines = if replicate {
             // Machines, not stages: a replicated pipeline may use more GPUs than layers.
-            match opts.stages {
+            match ctx.stages {
                 None => inst.cluster.gpus as usize,
                 Some(s) if s >= 1 && s <= inst.cluster.gpus as usize => s,
                 Some(s) => {
@@ -204,7 +196,7 @@ impl Algorithm for PipeDream {
                 }
             }
         } else {
-            opts.stage_count(inst)?
+            ctx.stage_count(inst)?
         };
         let cfg = PdConfig {
             levels: levels(inst, machines),
@@ -238,11 +230,7 @@ impl Algorithm for PipeDream {
         })?;
         plan.schedule = async_schedule(Some(vp.period));
         let claimed = Claimed {
-            objective: Some(Objective {
-                name: PIPEDREAM_TIME.into(),
-                value: part.time,
-                unit: "ms".into(),
-            }),
+            objective: Some(Objective::new(ObjectiveKind::PipedreamStageTime, part.time)),
             period_ms: Some(part.time),
             throughput: (part.time > 0.0).then(|| inst.micro_batch() as f64 / part.time * 1e3),
             fits: memory_check.then_some(true),

@@ -12,7 +12,7 @@
 //! ends of the chain, as in the paper. The cut after layer `l - 1` takes
 //! `C(l) = 2 cut(l-1) / beta` per micro-batch on its link (activation forward, gradient back).
 
-use crate::cost::weight_versions;
+use crate::cost::state_copies;
 use crate::instance::{Chain, Instance, ScheduleKind};
 
 /// The chain of an instance in MadPipe's terms, for asynchronous schedules on one link bandwidth.
@@ -45,9 +45,7 @@ impl MadChain {
         }
         let all: Vec<u32> = (0..inst.cluster.gpus).collect();
         MadChain {
-            state_copies: weight_versions(inst, ScheduleKind::Async)
-                + 1.0
-                + inst.training.optimizer_state_factor,
+            state_copies: state_copies(inst, ScheduleKind::Async),
             beta: inst.group_bandwidth(&all),
             memory: inst.cluster.memory,
             chain,

@@ -1,45 +1,11 @@
-//! Running algorithms: one timed, evaluated solve ([`run`]) and the side-by-side comparison of
-//! many algorithms on many instances ([`compare`]).
-//!
-//! The harness, not the algorithm, measures wall time and calls the neutral evaluator, so an
-//! algorithm can neither forget nor colour the `evaluated` figures.
+//! Many algorithms on many instances, side by side.
 
-use crate::algorithm::{Algorithm, Solution, SolveError, SolveOptions, Status};
-use crate::madpipe::exact_contiguous::ASYNC_PERIOD;
-use pipeplan_formulations::evaluate::evaluate;
+use super::gaps::fill_gaps;
+use super::run;
+use crate::algorithm::{Algorithm, Solution, SolveError, SolveOptions};
 use pipeplan_formulations::Instance;
 use rayon::prelude::*;
 use serde::Serialize;
-use std::time::Instant;
-
-/// Solves `inst` with `algo`, times the solve and attaches the evaluator's verdict.
-///
-/// A plan the evaluator rejects as malformed is a bug of the algorithm and is reported as
-/// [`SolveError::Solver`], never passed on; an instance the evaluator cannot judge is
-/// [`SolveError::Input`].
-pub fn run(
-    algo: &dyn Algorithm,
-    inst: &Instance,
-    opts: &SolveOptions,
-) -> Result<Solution, SolveError> {
-    algo.supports(inst)?;
-    let start = Instant::now();
-    let mut sol = algo.solve(inst, opts)?;
-    sol.stats.wall_ms = start.elapsed().as_secs_f64() * 1e3;
-    let eval = evaluate(inst, &sol.plan).map_err(|e| {
-        if e.is_about_plan() {
-            SolveError::Solver(format!(
-                "{} produced a plan the evaluator rejects: {e}",
-                algo.name()
-            ))
-        } else {
-            // Something of the instance itself the evaluator cannot judge (e.g. no time at all).
-            SolveError::Input(e)
-        }
-    })?;
-    sol.evaluated = Some(eval);
-    Ok(sol)
-}
 
 /// Outcome of one (instance, algorithm) pair of a comparison.
 #[derive(Debug, Clone, Serialize)]
@@ -139,102 +105,11 @@ pub fn compare(
     rows
 }
 
-/// Fills `gap_vs_exact` for the rows of one instance.
-fn fill_gaps(rows: &mut [Row], algos: &[Box<dyn Algorithm>]) {
-    // Best proven-optimal value per objective name, from exact algorithms.
-    let mut best: Vec<(String, f64, String)> = Vec::new();
-    for (row, algo) in rows.iter().zip(algos) {
-        let Some(sol) = row.solution() else { continue };
-        let Some(obj) = &sol.claimed.objective else {
-            continue;
-        };
-        if !algo.exact() || sol.stats.status != Status::Optimal {
-            continue;
-        }
-        match best.iter_mut().find(|(n, _, _)| *n == obj.name) {
-            Some(entry) if obj.value < entry.1 => {
-                entry.1 = obj.value;
-                entry.2 = row.algorithm.clone();
-            }
-            Some(_) => {}
-            None => best.push((obj.name.clone(), obj.value, row.algorithm.clone())),
-        }
-    }
-    for row in rows.iter_mut() {
-        let Some(obj) = row.solution().and_then(|s| s.claimed.objective.clone()) else {
-            continue;
-        };
-        if let Some((_, b, who)) = best.iter().find(|(n, _, _)| *n == obj.name) {
-            row.gap_vs_exact = Some(if *b > 0.0 {
-                (obj.value - b) / b
-            } else if obj.value > 0.0 {
-                f64::INFINITY
-            } else {
-                0.0
-            });
-            row.exact_reference = Some(who.clone());
-        }
-    }
-    let Some((_, best_period, _)) = best.iter().find(|(n, _, _)| n == ASYNC_PERIOD) else {
-        return;
-    };
-    for row in rows.iter_mut() {
-        let Some(ev) = row.solution().and_then(|s| s.evaluated.as_ref()) else {
-            continue;
-        };
-        if let (Some(t), true) = (ev.period_ms, ev.fits) {
-            if *best_period > 0.0 {
-                row.period_gap_vs_exact = Some((t - best_period) / best_period);
-            }
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::registry;
-    use pipeplan_formulations::instance::{Bandwidth, Cluster, Layer, Model, Training};
-
-    fn chain(times: &[f64], gpus: u32) -> Instance {
-        let layers = times
-            .iter()
-            .enumerate()
-            .map(|(i, &t)| Layer {
-                name: format!("l{i}"),
-                kind: None,
-                forward: t,
-                backward: 2.0 * t,
-                weights: 1e6,
-                output: 1e6,
-                saved: None,
-                cut: None,
-            })
-            .collect();
-        Instance {
-            format: pipeplan_formulations::instance::FORMAT.to_string(),
-            name: "t".into(),
-            source: "test".into(),
-            model: Model {
-                name: "t".into(),
-                batch: 1,
-                input: 1e6,
-                layers,
-            },
-            cluster: Cluster {
-                gpus,
-                gpus_per_node: None,
-                memory: 16e9,
-                bandwidth: Bandwidth {
-                    intra_node: 1e10,
-                    inter_node: None,
-                },
-                pcie: None,
-            },
-            training: Training::default(),
-            extensions: Default::default(),
-        }
-    }
+    use pipeplan_formulations::testing::chain;
 
     #[test]
     fn compare_is_ordered_and_gaps_are_against_exact() {

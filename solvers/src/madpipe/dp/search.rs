@@ -1,0 +1,322 @@
+//! The public entry points: one DP call at a fixed T^, and Algorithm 1's T^ search.
+
+use crate::algorithm::SolveError;
+use crate::deadline::Deadline;
+use pipeplan_formulations::madpipe::MadChain;
+use pipeplan_formulations::units::{fmt_bytes, fmt_ms};
+use pipeplan_formulations::{InputError, Instance, Stage};
+use std::time::Instant;
+
+use super::*;
+
+pub(super) fn check_input(
+    inst: &Instance,
+    gpus: usize,
+    opts: &DpOptions,
+) -> Result<(), SolveError> {
+    inst.validate()?;
+    if gpus == 0 {
+        return Err(SolveError::Input(InputError::field(
+            "gpus",
+            "MadPipe needs at least 1 GPU (P - 1 normal + 1 special)",
+        )));
+    }
+    if gpus > inst.cluster.gpus as usize {
+        return Err(SolveError::Input(InputError::field(
+            "gpus",
+            format!(
+                "{gpus} GPUs asked but the cluster has {}",
+                inst.cluster.gpus
+            ),
+        )));
+    }
+    if opts.k_rounds == 0 {
+        return Err(SolveError::Input(InputError::field(
+            "--set rounds",
+            "must be at least 1",
+        )));
+    }
+    for (key, points) in [
+        ("grid_t", opts.grid_t),
+        ("grid_m", opts.grid_m),
+        ("grid_v", opts.grid_v),
+    ] {
+        if points == 1 {
+            return Err(SolveError::Input(InputError::field(
+                format!("--set {key}"),
+                "a grid needs at least 2 points (0 and the maximum), or 0 for exact values",
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// One MadPipe-DP call at a fixed target period `t_hat` on `gpus` GPUs (P - 1 normal + 1
+/// special), without the T^ search: `T(L, P-1, 0, 0, 0)` and its allocation (stages with
+/// `gpu` 0; [`madpipe_dp`] numbers the GPUs).
+///
+/// Fails on a malformed instance, `gpus` outside `1..=cluster.gpus`, a grid of 1 point, a
+/// non-positive or non-finite `t_hat`, or when the deadline passes ([`SolveError::TimeLimit`]).
+pub fn madpipe_dp_at(
+    inst: &Instance,
+    gpus: usize,
+    t_hat: f64,
+    opts: &DpOptions,
+    deadline: &Deadline,
+) -> Result<DpRun, SolveError> {
+    check_input(inst, gpus, opts)?;
+    if !(t_hat.is_finite() && t_hat > 0.0) {
+        return Err(SolveError::Input(InputError::field(
+            "t_hat",
+            format!("must be a positive time, found {t_hat}"),
+        )));
+    }
+    let mc = MadChain::new(inst);
+    let _started = Instant::now();
+    Dp::new(&mc, t_hat, opts)
+        .run((gpus - 1) as u32, deadline)
+        .map_err(|_| deadline.error())
+}
+
+/// MadPipe's first phase: Algorithm 1's search for T^ (lb = U(0,L)/P, ub = U(0,L) + Sum C,
+/// `opts.k_rounds` rounds), each round a MadPipe-DP call on `gpus` GPUs (P - 1 normal + 1
+/// special), returning the allocation of least `max(T, T^)` (the earliest round on ties).
+///
+/// If no round fits memory, one extra round runs at the largest useful T^ (above every delay the
+/// grids can produce, so every stage keeps the fewest micro-batches the model allows: memory is
+/// non-decreasing in `g`); only if that fails too is the instance [`SolveError::Infeasible`],
+/// with the binding constraint. When `deadline` passes, the best allocation so far is returned
+/// with `timed_out` set, or [`SolveError::TimeLimit`] if there is none. Rounds run one after
+/// the other (each depends on the previous); each DP runs in parallel on rayon's current pool,
+/// with the same result for any number of threads.
+///
+/// Fails on a malformed instance, `gpus` outside `1..=cluster.gpus`, options out of range, or a
+/// chain whose every load is 0 (no period to search).
+pub fn madpipe_dp(
+    inst: &Instance,
+    gpus: usize,
+    opts: &DpOptions,
+    deadline: &Deadline,
+) -> Result<DpResult, SolveError> {
+    check_input(inst, gpus, opts)?;
+    let _started = Instant::now();
+    let mc = MadChain::new(inst);
+    let n = mc.len();
+    let (total, comm) = totals(&mc);
+    let ub0 = total + comm;
+    if !(ub0 > 0.0 && ub0.is_finite()) {
+        return Err(SolveError::Input(InputError::field(
+            "model.layers",
+            format!(
+                "every layer takes 0 ms and nothing crosses a link (total load {ub0} ms): the \
+                 period is 0 and T^ is undefined"
+            ),
+        )));
+    }
+    let mut search = Search {
+        mc: &mc,
+        opts,
+        normal: (gpus - 1) as u32,
+        deadline,
+        rounds: Vec::new(),
+        best: None,
+        states: 0,
+        transitions: 0,
+        dominated: 0,
+    };
+    let mut lb = total / gpus as f64;
+    let mut ub = ub0;
+    let mut t_hat = lb;
+    let mut timed_out = false;
+    for _ in 0..opts.k_rounds {
+        if deadline.passed() {
+            timed_out = true;
+            break;
+        }
+        let Ok(t_i) = search.round(t_hat) else {
+            timed_out = true;
+            break;
+        };
+        let t_i = t_i.unwrap_or(f64::INFINITY);
+        lb = lb.max(t_i.min(t_hat));
+        ub = ub.min(t_i.max(t_hat));
+        t_hat = (lb + ub) / 2.0;
+    }
+    let mut extra_round = false;
+    if search.best.is_none() && !timed_out {
+        let t_max = ub0 + (n as f64 + 1.0) * Grid::new(opts.grid_v, ub0).step;
+        match search.round(t_max) {
+            Ok(Some(_)) => extra_round = true,
+            Ok(None) => {
+                return Err(SolveError::Infeasible(infeasible_message(
+                    inst, &mc, gpus, t_max,
+                )))
+            }
+            Err(TimedOut) => timed_out = true,
+        }
+    }
+    let Search {
+        rounds,
+        best,
+        states,
+        transitions,
+        dominated,
+        ..
+    } = search;
+    let Some((period, t_hat, alloc)) = best else {
+        return Err(deadline.error());
+    };
+    let special_gpu = (gpus - 1) as u32;
+    let mut detail = alloc.stages;
+    let mut next = 0u32;
+    let mut memory = vec![0.0; gpus];
+    for s in &mut detail {
+        if s.special {
+            s.gpu = special_gpu;
+        } else {
+            s.gpu = next;
+            memory[next as usize] = s.memory;
+            next += 1;
+        }
+    }
+    if detail.iter().any(|s| s.special) {
+        memory[special_gpu as usize] = alloc.special_memory;
+    }
+    let stages = detail
+        .iter()
+        .map(|s| Stage::single(s.first, s.last, s.gpu))
+        .collect();
+    Ok(DpResult {
+        stages,
+        detail,
+        gpus,
+        special_gpu,
+        period,
+        dp_period: alloc.period,
+        t_hat,
+        memory,
+        special_load: alloc.special_load,
+        rounds,
+        states,
+        transitions,
+        dominated,
+        timed_out,
+        extra_round,
+    })
+}
+
+/// The state of Algorithm 1 across rounds.
+pub(super) struct Search<'a> {
+    pub(super) mc: &'a MadChain,
+    pub(super) opts: &'a DpOptions,
+    pub(super) normal: u32,
+    pub(super) deadline: &'a Deadline,
+    pub(super) rounds: Vec<DpRound>,
+    /// Least `max(T, T^)` so far, its T^ and allocation.
+    pub(super) best: Option<(f64, f64, DpAllocation)>,
+    pub(super) states: u64,
+    pub(super) transitions: u64,
+    pub(super) dominated: u64,
+}
+
+impl Search<'_> {
+    /// One MadPipe-DP call at `t_hat`: its period T, or `None` when no allocation fits.
+    pub(super) fn round(&mut self, t_hat: f64) -> Result<Option<f64>, TimedOut> {
+        if !(t_hat > 0.0 && t_hat.is_finite()) {
+            // T^ = 0 only when U(0,L) = 0: no positive period to estimate memory at.
+            self.rounds.push(DpRound {
+                t_hat,
+                outcome: RoundOutcome::Infeasible,
+                states: 0,
+            });
+            return Ok(None);
+        }
+        let run = match Dp::new(self.mc, t_hat, self.opts).run(self.normal, self.deadline) {
+            Ok(run) => run,
+            Err(e) => {
+                self.rounds.push(DpRound {
+                    t_hat,
+                    outcome: RoundOutcome::TimedOut,
+                    states: 0,
+                });
+                return Err(e);
+            }
+        };
+        self.states += run.states;
+        self.transitions += run.transitions;
+        self.dominated += run.dominated;
+        let t = run.allocation.as_ref().map(|a| a.period);
+        self.rounds.push(DpRound {
+            t_hat,
+            outcome: t.map_or(RoundOutcome::Infeasible, RoundOutcome::Period),
+            states: run.states,
+        });
+        if let Some(a) = run.allocation {
+            let tilde = a.period.max(t_hat);
+            if self.best.as_ref().is_none_or(|b| tilde < b.0) {
+                self.best = Some((tilde, t_hat, a));
+            }
+        }
+        Ok(t)
+    }
+}
+
+/// Why no allocation fits at the most permissive T^: the heaviest layer, the model states as a
+/// whole, or the fullest GPU of the least-memory contiguous split (one micro-batch per stage).
+pub(super) fn infeasible_message(
+    inst: &Instance,
+    mc: &MadChain,
+    gpus: usize,
+    t_max: f64,
+) -> String {
+    let n = mc.len();
+    let mem = mc.memory;
+    let name = |i: usize| &inst.model.layers[i].name;
+    let heaviest = (0..n)
+        .max_by(|&a, &b| mc.states(a, a + 1).total_cmp(&mc.states(b, b + 1)))
+        .unwrap_or(0);
+    let need = mc.states(heaviest, heaviest + 1);
+    let head = format!(
+        "no allocation of the {n} layers on {gpus} GPUs fits {} per GPU in MadPipe's memory \
+         model, even at T^ = {} where every stage keeps the fewest micro-batches",
+        fmt_bytes(mem),
+        fmt_ms(t_max)
+    );
+    if need > mem * (1.0 + MEM_TOL) {
+        return format!(
+            "{head}: layer {heaviest} ({}) needs {} for its model states alone ({} weight \
+             copies); GPUs have {}",
+            name(heaviest),
+            fmt_bytes(need),
+            mc.state_copies,
+            fmt_bytes(mem)
+        );
+    }
+    let states = mc.states(0, n);
+    if states > gpus as f64 * mem * (1.0 + MEM_TOL) {
+        return format!(
+            "{head}: the model states alone need {} in total; {gpus} GPUs hold {}",
+            fmt_bytes(states),
+            fmt_bytes(gpus as f64 * mem)
+        );
+    }
+    let p = gpus.min(n);
+    let part = crate::minmax::min_max_partition(n, p, |_, k, l| mc.m(k, l, 1.0));
+    let mut first = 0;
+    let mut worst = (0, 0);
+    for &e in &part.ends {
+        if mc.m(first, e + 1, 1.0) >= part.value {
+            worst = (first, e);
+            break;
+        }
+        first = e + 1;
+    }
+    format!(
+        "{head}: e.g. the least-memory contiguous split into {p} stages with one micro-batch each \
+         still needs {} on one GPU (layers {}..={}); GPUs have {}",
+        fmt_bytes(part.value),
+        worst.0,
+        worst.1,
+        fmt_bytes(mem)
+    )
+}

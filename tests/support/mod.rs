@@ -1,0 +1,41 @@
+//! Shared by the command-line tests: running the binary, the shipped instances, output as text.
+//! Each test file uses a part of it.
+#![allow(dead_code)]
+
+use std::ffi::OsStr;
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+/// The workspace root.
+pub fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Runs `pipeplan` with `args` in the workspace root.
+pub fn pipeplan<S: AsRef<OsStr>>(args: &[S]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_pipeplan"))
+        .args(args)
+        .current_dir(root())
+        .output()
+        .expect("the binary runs")
+}
+
+/// Path of the shipped instance file `name`.
+pub fn shipped(name: &str) -> PathBuf {
+    root().join("instances").join(name)
+}
+
+/// [`shipped`] as a command-line argument.
+pub fn shipped_str(name: &str) -> String {
+    shipped(name).display().to_string()
+}
+
+/// Standard output as text.
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// Standard error as text.
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
