@@ -2,7 +2,7 @@
 //! of the chain to P GPUs where P - 1 *normal* GPUs hold one contiguous stage each and one
 //! *special* GPU may hold any number of stages.
 //!
-//! # The model (paper §4.2, in [`MadChain`]'s terms: 0-based layers, half-open ranges `k..l`)
+//! # The model (paper §4.2, in [`MadChain`](pipeplan_formulations::madpipe::MadChain)'s terms: 0-based layers, half-open ranges `k..l`)
 //!
 //! For a target period T^, `T(l, p, t_P, m_P, V)` is the least period of an allocation of layers
 //! `0..l` on `p` normal GPUs plus the special one, which already carries load `t_P` and memory

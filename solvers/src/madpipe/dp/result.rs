@@ -101,7 +101,7 @@ pub struct DpAllocation {
     pub special_memory: f64,
 }
 
-/// Result of [`madpipe_dp_at`].
+/// Result of [`madpipe_dp_at`](super::madpipe_dp_at).
 #[derive(Debug, Clone, PartialEq)]
 pub struct DpRun {
     /// The DP's best allocation, if one fits.

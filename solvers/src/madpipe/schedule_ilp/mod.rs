@@ -9,7 +9,7 @@
 //!
 //! # Operations
 //!
-//! Exactly the evaluator's ([`plan_operations`]): `F_s` and `B_s` per stage (the backward includes
+//! Exactly the evaluator's ([`plan_operations`](pipeplan_formulations::simulate::plan_operations)): `F_s` and `B_s` per stage (the backward includes
 //! the replicas' gradient synchronisation) and, for each cut between stages on different device
 //! groups, `send_f` and `send_b` on the link. They form one dependency chain (MadPipe's Figure 1)
 //! `F_0 -> send_f_0 -> F_1 -> ... -> F_{N-1} -> B_{N-1} -> ... -> send_b_0 -> B_0`, numbered
@@ -88,7 +88,7 @@
 //! HiGHS solves with absolute tolerances (1e-7 on rows) larger than the simulator's (1e-9 T), so
 //! start times are not read from it: its shifts and orderings are kept and the start times recomputed
 //! as the earliest solution of the remaining difference constraints (a longest path, exact up to
-//! rounding). The pattern then goes through [`simulate`]; a pattern it rejects, or activations it
+//! rounding). The pattern then goes through [`simulate`](pipeplan_formulations::simulate::simulate); a pattern it rejects, or activations it
 //! measures above the ILP's count, is a bug and becomes [`SolveError::Solver`].
 //!
 //! # Least period

@@ -17,7 +17,6 @@ use crate::error::InputError;
 use crate::instance::{Instance, ScheduleKind};
 use crate::one_f_one_b_star::{one_f_one_b_star, Resource};
 use crate::plan::{OpKind, Pattern, PatternOp, Plan, Schedule};
-use crate::simulate::simulate;
 use crate::units::fmt_bytes;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -64,6 +63,31 @@ pub struct Evaluation {
     pub notes: Vec<String>,
 }
 
+mod asynchronous;
+mod synchronous;
+
+/// What the schedule family's model says of a plan's time and activations.
+struct Timing {
+    /// Micro-batches in flight per stage at its peak.
+    in_flight: Vec<u32>,
+    /// Peak activation bytes per GPU of the cluster.
+    activations: Vec<f64>,
+    /// Period (async).
+    period: Option<f64>,
+    /// Iteration (synchronous).
+    iteration: Option<f64>,
+    /// Micro-batches per iteration (synchronous).
+    micro_batches: Option<u32>,
+    /// The simulator's verdict (async).
+    valid: Option<bool>,
+    /// GPU-ms of work per period or iteration.
+    busy: f64,
+    /// The period or the iteration (ms).
+    span: f64,
+    /// Why the schedule is invalid, if it is.
+    notes: Vec<String>,
+}
+
 /// Relative slack when comparing memory with the limit (rounding of byte sums).
 const MEM_TOL: f64 = 1e-9;
 
@@ -102,8 +126,6 @@ pub fn evaluate(inst: &Instance, plan: &Plan) -> Result<Evaluation, InputError> 
     let costs = stage_costs(inst, &chain, plan);
     let cuts = cut_costs(inst, &chain, plan);
     let kind = plan.schedule.kind();
-    let n = plan.stages.len();
-    let contiguous = plan.is_contiguous();
     let gpus_used = plan.gpus().len() as u32;
     let mut notes = Vec::new();
     let stage_time: Vec<f64> = costs.iter().map(|c| c.forward + c.backward).collect();
@@ -114,151 +136,32 @@ pub fn evaluate(inst: &Instance, plan: &Plan) -> Result<Evaluation, InputError> 
     }
     let micro = inst.micro_batch() as f64;
 
-    let (in_flight, activations, period, iteration, m, valid, busy_total, span) = match &plan
-        .schedule
-    {
-        Schedule::Async { period, pattern } => {
-            let pattern = match pattern {
-                Some(p) => p.clone(),
-                None => {
-                    if !contiguous {
-                        return Err(InputError::field(
-                            "plan.schedule.pattern",
-                            "stages share GPUs: an asynchronous plan with shared GPUs needs an \
-                             explicit pattern (1F1B* is defined for contiguous allocations)",
-                        ));
-                    }
-                    let t = match period {
-                        Some(t) => *t,
-                        None => least_period(&resources, "plan.schedule.period")?,
-                    };
-                    match one_f_one_b_star(&resources, t) {
-                        Ok(star) => star_to_pattern(&star, &resource_of_stage),
-                        Err(r) => {
-                            return Err(InputError::field(
-                                "plan.schedule.period",
-                                format!(
-                                    "period {t} ms is below the load {:.6} ms of {}",
-                                    resources[r].load(),
-                                    describe_resource(r, &resource_of_stage)
-                                ),
-                            ))
-                        }
-                    }
-                }
-            };
-            let t = pattern.period;
-            let busy: f64 = (0..n)
-                .map(|s| plan.stages[s].gpus.len() as f64 * resources[resource_of_stage[s]].load())
-                .sum();
-            match simulate(inst, plan, &pattern) {
-                Ok(rep) => (
-                    rep.in_flight,
-                    rep.peak_activations,
-                    Some(t),
-                    None,
-                    None,
-                    Some(true),
-                    busy,
-                    t,
-                ),
-                Err(v) => {
-                    notes.push(format!("invalid schedule: {v}"));
-                    // Lower bound: one micro-batch in flight per stage.
-                    let ones = vec![1; n];
-                    let acts = activations_by_gpu(inst, plan, &costs, &ones);
-                    (ones, acts, Some(t), None, None, Some(false), busy, t)
-                }
-            }
-        }
+    let timing = match &plan.schedule {
+        Schedule::Async { period, pattern } => asynchronous::timing(
+            inst,
+            plan,
+            &costs,
+            &resources,
+            &resource_of_stage,
+            *period,
+            pattern.as_ref(),
+        )?,
         Schedule::OneFOneB { micro_batches, .. } | Schedule::Gpipe { micro_batches, .. } => {
-            let Some(position) = plan.positions() else {
-                return Err(InputError::field(
-                    "plan.stages",
-                    "stages share GPUs: synchronous schedules need every GPU in one pipeline \
-                     position (stages may share a device group only when they are neighbours \
-                     with the same GPUs)",
-                ));
-            };
-            // One resource per position (its segments run back to back on the same GPUs) and
-            // one per crossing link, in chain order.
-            let npos = position.last().map_or(0, |&p| p + 1);
-            let mut sync_of = vec![0.0f64; npos];
-            for (s, c) in costs.iter().enumerate() {
-                sync_of[position[s]] += c.grad_sync;
-            }
-            let mut seq: Vec<Resource> = Vec::with_capacity(2 * npos);
-            for s in 0..n {
-                if s > 0 && position[s] == position[s - 1] {
-                    let last = seq.last_mut().expect("a resource per position");
-                    last.forward += costs[s].forward;
-                    last.backward += costs[s].backward;
-                } else {
-                    seq.push(Resource {
-                        forward: costs[s].forward,
-                        backward: costs[s].backward,
-                    });
-                }
-                if s + 1 < n && cuts[s].crosses {
-                    seq.push(Resource {
-                        forward: cuts[s].transfer,
-                        backward: cuts[s].transfer,
-                    });
-                }
-            }
-            let resources = seq;
-            let m = micro_batches.unwrap_or(inst.micro_batches());
-            let mf = m as f64;
-            let sync = sync_of.iter().copied().fold(0.0, f64::max);
-            let iteration = if kind == ScheduleKind::OneFOneB {
-                let max = resources.iter().map(Resource::load).fold(0.0, f64::max);
-                let sum: f64 = resources.iter().map(Resource::load).sum();
-                (mf - 1.0) * max + sum + sync
-            } else {
-                let maxf = resources.iter().map(|r| r.forward).fold(0.0, f64::max);
-                let maxb = resources.iter().map(|r| r.backward).fold(0.0, f64::max);
-                let sumf: f64 = resources.iter().map(|r| r.forward).sum();
-                let sumb: f64 = resources.iter().map(|r| r.backward).sum();
-                (mf - 1.0) * (maxf + maxb) + sumf + sumb + sync
-            };
-            // Zero only when every operation takes 0 ms: no period to fall back on here.
-            if iteration <= 0.0 || iteration.is_nan() {
-                return Err(InputError::field(
-                    "model.layers",
-                    format!(
-                        "{ZERO_WORK}, so a synchronous iteration takes 0 ms and its throughput is \
-                         undefined; the evaluator needs at least one positive time"
-                    ),
-                ));
-            }
-            let in_flight: Vec<u32> = (0..n)
-                .map(|s| {
-                    if kind == ScheduleKind::OneFOneB {
-                        ((npos - position[s]) as u32).min(m)
-                    } else {
-                        m
-                    }
-                })
-                .collect();
-            let acts = activations_by_gpu(inst, plan, &costs, &in_flight);
-            let busy: f64 = (0..n)
-                .map(|s| {
-                    plan.stages[s].gpus.len() as f64
-                        * (mf * (costs[s].forward + costs[s].backward) + costs[s].grad_sync)
-                })
-                .sum();
-            (
-                in_flight,
-                acts,
-                None,
-                Some(iteration),
-                Some(m),
-                None,
-                busy,
-                iteration,
-            )
+            synchronous::timing(inst, plan, &costs, &cuts, kind, *micro_batches)?
         }
     };
+    let Timing {
+        in_flight,
+        activations,
+        period,
+        iteration,
+        micro_batches: m,
+        valid,
+        busy: busy_total,
+        span,
+        notes: mut timing_notes,
+    } = timing;
+    notes.append(&mut timing_notes);
 
     // Peak memory per GPU: states + buffers + activations (+ one re-materialized layer).
     let mut peak = activations;
