@@ -413,3 +413,38 @@ fn dash_reads_standard_input() {
     assert!(written.status.success(), "{}", stderr(&written));
     assert!(stdout(&written).contains("pipeplan/instance@1"));
 }
+
+#[test]
+fn algorithms_params_lists_every_declared_setting_and_bad_values_get_one_format() {
+    let out = pipeplan(&["algorithms", "--params", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let rows: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let rows = rows.as_array().unwrap();
+    let has = |algo: &str, setting: &str| {
+        rows.iter()
+            .any(|r| r["algorithm"] == algo && r["setting"] == setting)
+    };
+    assert!(has("madpipe", "grid_t") && has("dawnpiper", "memopt") && has("mcap-bo", "engine"));
+    assert!(!rows.iter().any(|r| r["algorithm"] == "uniform"));
+    for (algo, set, want) in [
+        (
+            "exact-contiguous",
+            "fewer=maybe",
+            "--set fewer: expected true or false, found \"maybe\"",
+        ),
+        (
+            "madpipe",
+            "rounds=0",
+            "--set rounds: expected an integer >= 1, found \"0\"",
+        ),
+        (
+            "uniform",
+            "grid_t=3",
+            "--set grid_t: uniform takes no settings",
+        ),
+    ] {
+        let out = pipeplan(&["solve", p(&shipped(SMALL)), "--algo", algo, "--set", set]);
+        assert_eq!(out.status.code(), Some(2), "{algo}");
+        assert!(stderr(&out).contains(want), "{algo}: {}", stderr(&out));
+    }
+}

@@ -138,3 +138,32 @@ fn solve_with_comm_include_claims_the_evaluated_period() {
     assert!(err.contains("--set comm"), "{err}");
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn max_batch_varies_the_settings_asked_for_only_where_declared() {
+    let out = pipeplan(&[
+        "max-batch",
+        "instances/inception-v3-1000px-b8-4gpu-6gib.json",
+        "--algos",
+        "dawnpiper,balanced-time",
+        "--vary",
+        "memopt=swap,recompute",
+        "--time-limit",
+        "1500ms",
+        "--max-micro-batch",
+        "16",
+        "--json",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rows = rows.as_array().unwrap();
+    assert_eq!(rows.len(), 3);
+    assert_eq!(rows[0]["memopt"], "swap");
+    assert_eq!(rows[1]["memopt"], "recompute");
+    assert_eq!(rows[2]["algorithm"], "balanced-time");
+    assert!(rows[2].get("memopt").is_none());
+}

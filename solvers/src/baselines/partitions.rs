@@ -6,7 +6,7 @@ use crate::algorithm::{
     solution, Algorithm, Claimed, Context, Family, Objective, ObjectiveKind, Solution, SolveError,
     Stats, Status,
 };
-use crate::minmax::min_max_partition;
+use crate::minmax::{min_max_partition, Partition};
 use pipeplan_formulations::baselines::{max_stage, StageSums};
 use pipeplan_formulations::instance::ScheduleKind;
 use pipeplan_formulations::Instance;
@@ -74,23 +74,13 @@ impl Algorithm for BalancedTime {
         let p = ctx.stage_count(inst)?;
         let pre = StageSums::new(inst);
         let part = min_max_partition(inst.num_layers(), p, |_, k, l| pre.compute(k, l));
-        let mut stats = Stats::new(Status::Optimal);
-        stats.bound = Some(part.value);
-        stats.gap = Some(0.0);
-        stats
-            .counters
-            .insert("cost evaluations".into(), part.evaluations as f64);
         let claimed = Claimed {
             objective: Some(compute_objective(part.value)),
             ..Claimed::default()
         };
-        Ok(solution(
-            self,
-            inst,
-            ends_to_plan(inst, &part.ends),
-            claimed,
-            stats,
-        ))
+        let mut sol = proven(self, inst, &part, claimed);
+        sol.stats.count("cost evaluations", part.evaluations as f64);
+        Ok(sol)
     }
 }
 
@@ -114,9 +104,6 @@ impl Algorithm for BalancedParams {
         let p = ctx.stage_count(inst)?;
         let pre = StageSums::new(inst);
         let part = min_max_partition(inst.num_layers(), p, |_, k, l| pre.weights(k, l));
-        let mut stats = Stats::new(Status::Optimal);
-        stats.bound = Some(part.value);
-        stats.gap = Some(0.0);
         let claimed = Claimed {
             objective: Some(Objective::new(
                 ObjectiveKind::MaxStageParameters,
@@ -124,13 +111,7 @@ impl Algorithm for BalancedParams {
             )),
             ..Claimed::default()
         };
-        Ok(solution(
-            self,
-            inst,
-            ends_to_plan(inst, &part.ends),
-            claimed,
-            stats,
-        ))
+        Ok(proven(self, inst, &part, claimed))
     }
 }
 
@@ -160,9 +141,6 @@ impl Algorithm for BalancedMemory {
             peak[s] = pre.memory(inst, p, s, first, e + 1);
             first = e + 1;
         }
-        let mut stats = Stats::new(Status::Optimal);
-        stats.bound = Some(part.value);
-        stats.gap = Some(0.0);
         let claimed = Claimed {
             objective: Some(Objective::new(ObjectiveKind::MaxStageMemory, part.value)),
             max_memory: Some(part.value),
@@ -170,7 +148,7 @@ impl Algorithm for BalancedMemory {
             peak_memory: Some(peak),
             ..Claimed::default()
         };
-        let mut sol = solution(self, inst, ends_to_plan(inst, &part.ends), claimed, stats);
+        let mut sol = proven(self, inst, &part, claimed);
         if inst.training.schedule == ScheduleKind::Async {
             sol.notes.push(
                 "async in-flight counts use PipeDream's P - s; the evaluator's 1F1B* counts \
@@ -180,4 +158,12 @@ impl Algorithm for BalancedMemory {
         }
         Ok(sol)
     }
+}
+
+/// The solution of an exact min-max split: proven optimal, its value the bound.
+fn proven(algo: &dyn Algorithm, inst: &Instance, part: &Partition, claimed: Claimed) -> Solution {
+    let mut stats = Stats::new(Status::Optimal);
+    stats.bound = Some(part.value);
+    stats.gap = Some(0.0);
+    solution(algo, inst, ends_to_plan(inst, &part.ends), claimed, stats)
 }
