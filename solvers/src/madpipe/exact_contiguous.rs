@@ -61,6 +61,24 @@ pub struct ContiguousOptimum {
     pub oracle_calls: u64,
 }
 
+impl ContiguousOptimum {
+    /// The plan (stage s on GPU s, 1F1B* at the valid period) and what it claims of it.
+    pub fn plan_and_claims(&self, inst: &Instance) -> (Plan, Claimed) {
+        let t = self.valid.period;
+        let plan = Plan::contiguous(&self.ends, async_schedule(Some(t)));
+        let claimed = Claimed {
+            objective: Some(Objective::new(ObjectiveKind::AsyncPeriod, t)),
+            period_ms: Some(t),
+            throughput: Some(inst.micro_batch() as f64 / t * 1e3),
+            max_memory: Some(self.valid.max_memory()),
+            peak_memory: Some(self.valid.peak_memory.clone()),
+            fits: Some(true),
+            ..Claimed::default()
+        };
+        (plan, claimed)
+    }
+}
+
 /// One 1F1B* group state of a suffix: group index and load in the open group.
 #[derive(Debug, Clone, Copy, PartialEq)]
 struct State {
@@ -426,7 +444,7 @@ impl Algorithm for ExactContiguous {
         let p = ctx.stage_count(inst)?;
         let opt = contiguous_optimum(inst, if fewer { 1 } else { p }, p, &ctx.deadline)?;
         let t = opt.valid.period;
-        let plan = Plan::contiguous(&opt.ends, async_schedule(Some(t)));
+        let (plan, claimed) = opt.plan_and_claims(inst);
         let mut stats = Stats::stopped(
             opt.status,
             (opt.status == Status::Feasible).then(|| ctx.deadline.stop()),
@@ -439,15 +457,6 @@ impl Algorithm for ExactContiguous {
         stats
             .counters
             .insert("breakpoints".into(), opt.valid.breakpoints as f64);
-        let claimed = Claimed {
-            objective: Some(Objective::new(ObjectiveKind::AsyncPeriod, t)),
-            period_ms: Some(t),
-            throughput: Some(inst.micro_batch() as f64 / t * 1e3),
-            max_memory: Some(opt.valid.max_memory()),
-            peak_memory: Some(opt.valid.peak_memory.clone()),
-            fits: Some(true),
-            ..Claimed::default()
-        };
         let mut sol = solution(self, inst, plan, claimed, stats);
         sol.notes.push(format!(
             "contiguous partition into {} of at most {p} stages (GPU s for stage s), 1F1B* \

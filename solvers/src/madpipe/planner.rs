@@ -3,12 +3,17 @@
 //!
 //! The claim is the valid schedule's period (the paper's solid line); the DP's own estimate (the
 //! dashed line) is kept in the notes and in the counters `dp period ms` and `dp t_hat ms`.
+//!
+//! The contiguous optimum (`exact-contiguous`, at most P stages) is an allocation of MadPipe's
+//! own space; it is computed first, and the DP's allocation is kept only when its valid period
+//! is lower, so `madpipe` is never worse than `exact-contiguous` (the notes say which won).
 
-use super::dp::{madpipe_dp, DpOptions};
-use super::schedule_ilp::{least_period_within, IlpOptions};
+use super::dp::{madpipe_dp, DpOptions, DpResult};
+use super::exact_contiguous::{contiguous_optimum, ContiguousOptimum};
+use super::schedule_ilp::{least_period_within, IlpOptions, IlpSchedule};
 use crate::algorithm::{
     solution, Algorithm, Claimed, Context, Family, Objective, ObjectiveKind, Solution, SolveError,
-    Status,
+    Stats, Status,
 };
 use crate::settings::{Kind, Param};
 use pipeplan_formulations::units::fmt_ms;
@@ -58,10 +63,46 @@ impl Algorithm for Madpipe {
             ilp_opts.period_tolerance = t;
         }
         let gpus = ctx.stage_count(inst)?;
-        let dp = madpipe_dp(inst, gpus, &dp_opts, &ctx.deadline)?;
+        // A contiguous partition (stage s on GPU s, one stage on the special GPU) is an
+        // allocation of MadPipe's own space: the DP's allocation is kept only when its valid
+        // period beats the contiguous optimum's, so madpipe is never worse than it.
+        let contiguous = match contiguous_optimum(inst, 1, gpus, &ctx.deadline) {
+            Ok(c) => Some(c),
+            Err(SolveError::Infeasible(_)) => None,
+            Err(e) => return Err(e),
+        };
         // The ILP gets what the DP left of the time limit.
-        let ilp = least_period_within(inst, &dp.stages, &ilp_opts, &ctx.deadline)?;
+        let dp = madpipe_dp(inst, gpus, &dp_opts, &ctx.deadline).and_then(|dp| {
+            let ilp = least_period_within(inst, &dp.stages, &ilp_opts, &ctx.deadline)?;
+            Ok((dp, ilp))
+        });
+        match (dp, contiguous) {
+            (Ok((dp, ilp)), Some(c)) if c.valid.period < ilp.period => {
+                let why = format!("the DP's allocation (valid period {})", fmt_ms(ilp.period));
+                let mut sol = self.contiguous(inst, ctx, &c, &why, Some(&dp));
+                sol.notes.insert(0, dp_note(&dp, &ilp));
+                Ok(sol)
+            }
+            (Ok((dp, ilp)), c) => Ok(self.allocation(inst, ctx, dp, ilp, c.as_ref())),
+            (Err(e), Some(c)) if !matches!(e, SolveError::Input(_)) => {
+                let why = format!("the DP gave no allocation ({e})");
+                Ok(self.contiguous(inst, ctx, &c, &why, None))
+            }
+            (Err(e), _) => Err(e),
+        }
+    }
+}
 
+impl Madpipe {
+    /// The solution of the DP's allocation and its least-period schedule.
+    fn allocation(
+        &self,
+        inst: &Instance,
+        ctx: &Context,
+        dp: DpResult,
+        ilp: IlpSchedule,
+        contiguous: Option<&ContiguousOptimum>,
+    ) -> Solution {
         let mut stats = ilp.stats();
         // A heuristic either way; the deadline may have cut the T^ search or the bisection.
         stats.status = Status::Heuristic;
@@ -71,15 +112,7 @@ impl Algorithm for Madpipe {
         // The bound and gap of the ILP refer to this allocation only, not to the problem.
         stats.bound = None;
         stats.gap = None;
-        let c = &mut stats.counters;
-        c.insert("dp period ms".into(), dp.period);
-        c.insert("dp t_hat ms".into(), dp.t_hat);
-        c.insert("dp states".into(), dp.states as f64);
-        c.insert("dp rounds".into(), dp.rounds.len() as f64);
-        c.insert(
-            "special stages".into(),
-            dp.detail.iter().filter(|s| s.special).count() as f64,
-        );
+        dp_counters(&mut stats, &dp);
         let claimed = Claimed {
             objective: Some(Objective::new(ObjectiveKind::AsyncPeriod, ilp.period)),
             period_ms: Some(ilp.period),
@@ -89,12 +122,7 @@ impl Algorithm for Madpipe {
             ..Claimed::default()
         };
         let mut sol = solution(self, inst, ilp.plan.clone(), claimed, stats);
-        sol.notes.push(format!(
-            "DP period (dashed line) {} at T^ = {}; valid schedule period (solid line) {}",
-            fmt_ms(dp.period),
-            fmt_ms(dp.t_hat),
-            fmt_ms(ilp.period)
-        ));
+        sol.notes.push(dp_note(&dp, &ilp));
         if let Some((lo, hi)) = ilp.period_bracket {
             sol.notes.push(format!(
                 "schedule ILP: every period below {} is infeasible for this allocation; {} is \
@@ -114,7 +142,73 @@ impl Algorithm for Madpipe {
                     .into(),
             );
         }
+        sol.notes.push(match contiguous {
+            Some(c) => format!(
+                "kept over the contiguous optimum ({} stages, valid period {})",
+                c.ends.len(),
+                fmt_ms(c.valid.period)
+            ),
+            None => "no contiguous partition fits memory".into(),
+        });
         sol.notes.extend(ilp.notes.iter().cloned());
-        Ok(sol)
+        sol
     }
+
+    /// The solution of the contiguous optimum, which beat the DP (`why`).
+    fn contiguous(
+        &self,
+        inst: &Instance,
+        ctx: &Context,
+        c: &ContiguousOptimum,
+        why: &str,
+        dp: Option<&DpResult>,
+    ) -> Solution {
+        let (plan, claimed) = c.plan_and_claims(inst);
+        let cut = c.status != Status::Optimal || dp.is_none_or(|d| d.timed_out);
+        let mut stats = Stats::stopped(
+            Status::Heuristic,
+            (cut && ctx.deadline.passed()).then(|| ctx.deadline.stop()),
+        );
+        stats.count("oracle calls", c.oracle_calls as f64);
+        if let Some(dp) = dp {
+            dp_counters(&mut stats, dp);
+        }
+        let mut sol = solution(self, inst, plan, claimed, stats);
+        sol.notes.push(format!(
+            "the contiguous optimum ({} stages, 1F1B* groups {:?}, valid period {}) beats {why}",
+            c.ends.len(),
+            c.valid.groups,
+            fmt_ms(c.valid.period)
+        ));
+        if c.status != Status::Optimal {
+            sol.notes.push(format!(
+                "the time limit stopped the contiguous bisection: its optimum lies in [{}, {}]",
+                fmt_ms(c.bound),
+                fmt_ms(c.valid.period)
+            ));
+        }
+        sol
+    }
+}
+
+/// The DP's estimate against the valid schedule of its allocation.
+fn dp_note(dp: &DpResult, ilp: &IlpSchedule) -> String {
+    format!(
+        "DP period (dashed line) {} at T^ = {}; valid schedule period (solid line) {}",
+        fmt_ms(dp.period),
+        fmt_ms(dp.t_hat),
+        fmt_ms(ilp.period)
+    )
+}
+
+/// The DP's own figures, as counters.
+fn dp_counters(stats: &mut Stats, dp: &DpResult) {
+    stats.count("dp period ms", dp.period);
+    stats.count("dp t_hat ms", dp.t_hat);
+    stats.count("dp states", dp.states as f64);
+    stats.count("dp rounds", dp.rounds.len() as f64);
+    stats.count(
+        "special stages",
+        dp.detail.iter().filter(|s| s.special).count() as f64,
+    );
 }
