@@ -50,7 +50,7 @@ fn assert_within(got: f64, want: f64, rel: f64, what: &str) {
 /// configurations, the GPT-3 paper, Galvatron-BMW's Table I, Alpa's benchmark names).
 #[test]
 fn parameter_counts_match_published_figures() {
-    let published: [(&str, f64, f64); 13] = [
+    let published: [(&str, f64, f64); 18] = [
         ("resnet50", 25_557_032.0, 0.001),
         ("resnet101", 44_549_160.0, 0.001),
         ("inception-v3", 23_834_568.0, 0.10),
@@ -61,6 +61,11 @@ fn parameter_counts_match_published_figures() {
         ("bert-large", 335e6, 0.05),
         ("gpt3-2.6b", 2.65e9, 0.05),
         ("gpt3-6.7b", 6.7e9, 0.05),
+        ("gpt3-175b", 175e9, 0.01),
+        ("llama3-8b", 8.03e9, 0.001),
+        ("llama3-70b", 70.6e9, 0.001),
+        ("llama3-405b", 405.9e9, 0.001),
+        ("mixtral-8x7b", 46.7e9, 0.001),
         ("t5-512-4", 737_668_096.0, 0.001),
         ("vit-huge", 632e6, 0.01),
         ("swin-huge", 701e6, 0.01),
@@ -507,4 +512,57 @@ fn memory_claims_of_the_readme_hold() {
             "{stem}: memory-balanced pipeline fits = {fits}"
         );
     }
+}
+
+/// Today's language models: the parameter counts of the released checkpoints (Hugging Face
+/// `config.json` shapes: Meta-Llama-3-8B / 70B, Llama-3.1-405B, Mixtral-8x7B-v0.1; GPT-3 175B
+/// from the GPT-3 paper's Table 2.1).
+#[test]
+fn todays_language_models_match_their_released_parameter_counts() {
+    assert_eq!(params("llama3-8b"), 8_030_261_248.0);
+    assert_eq!(params("llama3-70b"), 70_553_706_496.0);
+    assert_eq!(params("llama3-405b"), 405_853_388_800.0);
+    assert_eq!(params("mixtral-8x7b"), 46_702_792_704.0);
+    assert_within(params("gpt3-175b"), 175e9, 0.01, "gpt3-175b");
+    assert_eq!(network(&opts("gpt3-175b")).unwrap().layers.len(), 98);
+    assert_eq!(network(&opts("llama3-405b")).unwrap().layers.len(), 128);
+}
+
+/// A mixture-of-experts block holds every expert but each token runs two: at one token its
+/// multiply-accumulates are the weights a token touches (attention, two experts, the router)
+/// plus the two score products.
+#[test]
+fn mixtral_counts_every_expert_but_computes_two() {
+    let net = network(&GenerateOptions {
+        seq_len: Some(1),
+        ..opts("mixtral-8x7b")
+    })
+    .unwrap();
+    let (h, dkv, ff, experts) = (4096.0, 1024.0, 14336.0, 8.0);
+    let block = &net.layers[1];
+    let attention = 2.0 * h * h + 2.0 * h * dkv;
+    assert_eq!(
+        block.params,
+        2.0 * h + attention + experts * 3.0 * h * ff + h * experts
+    );
+    assert_eq!(
+        block.macs,
+        attention + 2.0 * h + 2.0 * 3.0 * h * ff + h * experts
+    );
+    let dense = network(&GenerateOptions {
+        seq_len: Some(1),
+        ..opts("llama3-8b")
+    })
+    .unwrap();
+    assert_eq!(dense.layers[1].macs, attention + 2.0 * h + 3.0 * h * ff);
+}
+
+#[test]
+fn context_lengths_are_checked() {
+    let e = network(&GenerateOptions {
+        seq_len: Some(8193),
+        ..opts("llama3-8b")
+    })
+    .unwrap_err();
+    assert!(e.to_string().contains("8192 tokens of context"), "{e}");
 }

@@ -26,6 +26,7 @@
 //! ```
 
 mod cnn;
+mod llm;
 pub mod net;
 mod shipped;
 mod transformer;
@@ -101,7 +102,7 @@ const fn lm(name: &'static str, description: &'static str, batch: u32, seq: u32)
     }
 }
 
-static MODELS: [ModelInfo; 13] = [
+static MODELS: [ModelInfo; 18] = [
     cnn("resnet50", "ResNet-50 (torchvision), 25.6M params; stem + 16 bottlenecks + head = 18 layers", 8, 1000),
     cnn("resnet101", "ResNet-101 (torchvision), 44.5M params; stem + 33 bottlenecks + head = 35 layers", 8, 1000),
     cnn("inception-v3", "Inception-v3 (torchvision, no aux classifier), 23.8M params; 5 stem convs + 11 modules + head = 17 layers", 8, 1000),
@@ -112,6 +113,11 @@ static MODELS: [ModelInfo; 13] = [
     lm("bert-large", "BERT-Large with pre-training heads, 336M params; embeddings + 24 encoder layers + heads = 26 layers", 8, 512),
     lm("gpt3-2.6b", "GPT-3 2.6B (the paper's \"2.7B\": 32 layers, h 2560), 2.65B params; embeddings + 32 blocks + head = 34 layers", 1, 2048),
     lm("gpt3-6.7b", "GPT-3 6.7B (32 layers, h 4096), 6.66B params; embeddings + 32 blocks + head = 34 layers", 1, 2048),
+    lm("gpt3-175b", "GPT-3 175B (96 layers, h 12288, 96 heads), 174.6B params; embeddings + 96 blocks + head = 98 layers", 1, 2048),
+    lm("llama3-8b", "Llama 3 8B (32 layers, h 4096, GQA 32/8 heads, SwiGLU 14336, untied head), 8.03B params; 34 layers", 1, 8192),
+    lm("llama3-70b", "Llama 3 70B (80 layers, h 8192, GQA 64/8 heads, SwiGLU 28672, untied head), 70.6B params; 82 layers", 1, 8192),
+    lm("llama3-405b", "Llama 3 405B (126 layers, h 16384, GQA 128/8 heads, SwiGLU 53248, untied head), 405.9B params; 128 layers", 1, 8192),
+    lm("mixtral-8x7b", "Mixtral 8x7B (32 layers, h 4096, GQA 32/8 heads, 8 SwiGLU experts of 14336, top-2), 46.7B params (12.9B active); 34 layers", 1, 4096),
     lm("t5-512-4", "T5-512/4 of Galvatron-BMW: T5-Large (24+24 layers, h 1024), 738M params, encoder sequence 512, decoder sequence 4; 51 layers", 8, 512),
     vision_tf("vit-huge", "ViT-Huge/14 (32 layers, h 1280), 632M params, 224 px = 257 tokens; patch embedding + 32 layers + head = 34 layers", 32, 224),
     vision_tf("swin-huge", "Swin-Huge of Galvatron-BMW (2/2/26/2 blocks, widths 320..2560), 701M params; 37 layers", 32, 224),
@@ -370,8 +376,13 @@ pub fn network(opts: &GenerateOptions) -> Result<Network, InputError> {
         "vit-huge" => transformer::vit_huge(img),
         "swin-huge" => transformer::swin_huge(img),
         "bert-large" => transformer::bert_large(seq),
-        "gpt3-2.6b" => transformer::gpt3(2560, seq),
-        "gpt3-6.7b" => transformer::gpt3(4096, seq),
+        "gpt3-2.6b" => transformer::gpt3(32, 2560, 32, seq),
+        "gpt3-6.7b" => transformer::gpt3(32, 4096, 32, seq),
+        "gpt3-175b" => transformer::gpt3(96, 12288, 96, seq),
+        "llama3-8b" => llm::decoder(&llm::LLAMA3_8B, seq),
+        "llama3-70b" => llm::decoder(&llm::LLAMA3_70B, seq),
+        "llama3-405b" => llm::decoder(&llm::LLAMA3_405B, seq),
+        "mixtral-8x7b" => llm::decoder(&llm::MIXTRAL_8X7B, seq),
         "t5-512-4" => transformer::t5_512_4(seq),
         other => Err(format!("no builder for {other} (a bug in pipeplan)")),
     };

@@ -1,4 +1,4 @@
-//! Transformers: BERT-Large, GPT-3 2.6B / 6.7B, T5-512/4, ViT-Huge/14 and Swin-Huge, one layer
+//! Transformers: BERT-Large, GPT-3 2.6B / 6.7B / 175B, T5-512/4, ViT-Huge/14 and Swin-Huge, one layer
 //! per transformer block plus embedding and head layers.
 //!
 //! Saved activations follow Korthikanti et al., "Reducing Activation Recomputation in Large
@@ -147,18 +147,19 @@ pub(crate) fn bert_large(seq: u64) -> Result<Network, String> {
     })
 }
 
-/// GPT-3 2.6B ("2.7B" in the GPT-3 paper: 32 layers, h 2560, 32 heads) or 6.7B (32 layers,
-/// h 4096, 32 heads); vocabulary 50257, 2048 learned positions, LM head tied to the embeddings.
-pub(crate) fn gpt3(h: u64, seq: u64) -> Result<Network, String> {
-    let title = if h == 2560 {
-        "GPT-3 2.6B"
-    } else {
-        "GPT-3 6.7B"
+/// GPT-3 2.6B ("2.7B" in the GPT-3 paper: 32 layers, h 2560, 32 heads), 6.7B (32 layers,
+/// h 4096, 32 heads) or 175B (96 layers, h 12288, 96 heads) (Brown et al. 2020, Table 2.1);
+/// vocabulary 50257, 2048 learned positions, LM head tied to the embeddings.
+pub(crate) fn gpt3(blocks: u64, h: u64, heads: u64, seq: u64) -> Result<Network, String> {
+    let title = match h {
+        2560 => "GPT-3 2.6B",
+        4096 => "GPT-3 6.7B",
+        _ => "GPT-3 175B",
     };
     check_seq(seq, Some(2048), title)?;
     let dm = Dims {
         h,
-        heads: 32,
+        heads,
         d: h,
         ff: 4 * h,
         bias: true,
@@ -172,7 +173,7 @@ pub(crate) fn gpt3(h: u64, seq: u64) -> Result<Network, String> {
     e.saved_fixed_bytes = 8.0 * s + s * hf; // token ids, dropout mask
     e.output = s * hf;
     layers.push(e);
-    for i in 0..32 {
+    for i in 0..blocks {
         layers.push(block(format!("layer.{i}"), &dm, seq));
     }
     let mut hd = LayerSpec::new("head", "lm-head");
@@ -187,8 +188,9 @@ pub(crate) fn gpt3(h: u64, seq: u64) -> Result<Network, String> {
         input: s,
         input_kind: InputKind::Tokens,
         shape_note: format!(
-            "sequence length {seq}; 34 layers: embeddings, 32 decoder blocks (h {h}, 32 heads, \
-             MLP 4h), final LayerNorm + LM head"
+            "sequence length {seq}; {} layers: embeddings, {blocks} decoder blocks (h {h}, \
+             {heads} heads, MLP 4h), final LayerNorm + LM head",
+            blocks + 2
         ),
         layers,
         accounting_note: format!(
