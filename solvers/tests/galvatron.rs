@@ -229,3 +229,40 @@ fn settings_are_checked() {
         sol.notes
     );
 }
+
+/// GPT-3 6.7B on 512 GPUs at one sample per micro-batch: the engine's rule (chunks <= batch /
+/// dp) leaves data parallelism 1, and 34 layers x tp 8 cannot fill 512 GPUs. The error says so
+/// with numbers that add up; fewer micro-batches give a plan.
+#[test]
+fn a_cluster_the_batch_cannot_fill_is_explained() {
+    use pipeplan_formulations::generate::{generate, GenerateOptions};
+    use pipeplan_formulations::instance::{Bandwidth, Cluster};
+    let cluster = Cluster {
+        gpus: 512,
+        gpus_per_node: Some(8),
+        memory: 80.0 * 1024f64.powi(3),
+        bandwidth: Bandwidth {
+            intra_node: 300e9,
+            inter_node: Some(25e9),
+        },
+        pcie: None,
+    };
+    let inst = generate(&GenerateOptions::new("gpt3-6.7b", cluster)).unwrap();
+    let algo = registry::by_name("galvatron-base").unwrap();
+    let e = algo
+        .solve(&inst, &SolveOptions::default())
+        .unwrap_err()
+        .to_string();
+    let m = inst.training.micro_batches.unwrap();
+    assert!(
+        e.contains(&format!("{m} micro-batches of a {m}-sample batch"))
+            && e.contains("data parallelism of at most 1")
+            && e.contains("pp x tp must reach 512 GPUs")
+            && e.contains("pp is at most 34 (the layers) and tp at most 8, 272 GPUs"),
+        "{e}"
+    );
+    let mut opts = SolveOptions::default();
+    opts.params.insert("settle_chunk".into(), "16".into());
+    let sol = harness::run(algo.as_ref(), &inst, &opts).unwrap();
+    assert!(sol.evaluated.unwrap().fits);
+}

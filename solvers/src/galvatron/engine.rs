@@ -186,7 +186,7 @@ impl<'a> Engine<'a> {
     }
 
     /// The strategies a task allows and its micro-batch size per pipeline degree.
-    pub(crate) fn task_space(&self, t: &Task) -> (Vec<Strategy>, HashMap<u32, u64>) {
+    pub fn task_space(&self, t: &Task) -> (Vec<Strategy>, HashMap<u32, u64>) {
         let gpus = self.lt.settings.gpu_num();
         let group = |pp: u32| (gpus / pp / t.min_tp) as u64;
         let mut st: Vec<Strategy> = self

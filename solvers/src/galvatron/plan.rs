@@ -79,6 +79,9 @@ pub fn strategy_string(s: &[Strategy]) -> String {
 
 /// Why nothing fits: the cheapest strategy of the heaviest layer type vs. the budget.
 pub fn why_infeasible(engine: &Engine) -> String {
+    if let Some(why) = no_strategy_fills_the_cluster(engine) {
+        return why;
+    }
     let lt = engine.lt;
     let s = &lt.settings;
     let budget = s.memory_constraint * 1024.0;
@@ -120,6 +123,43 @@ pub fn why_infeasible(engine: &Engine) -> String {
         ),
         None => "no strategy assignment fits the memory budget".into(),
     }
+}
+
+/// When no task has a strategy whose pipeline fits the layers: the engine keeps a strategy only
+/// when every data-parallel replica has a sample per micro-batch (chunks <= batch / dp), so a
+/// batch of few samples per micro-batch forces pp x tp up to the whole cluster, which the layers
+/// (one per stage at least) and the tp limit may not reach.
+fn no_strategy_fills_the_cluster(engine: &Engine) -> Option<String> {
+    let lt = engine.lt;
+    let layers: usize = lt.types.iter().map(|t| t.layers).sum();
+    let tasks = engine.tasks();
+    let usable = tasks.iter().any(|t| {
+        engine
+            .task_space(t)
+            .0
+            .iter()
+            .any(|st| st.pp as usize <= layers)
+    });
+    if usable {
+        return None;
+    }
+    let t = tasks.iter().min_by_key(|t| t.chunk)?;
+    let s = &lt.settings;
+    let gpus = s.gpu_num() as u64;
+    let max_dp = (t.bsz / t.chunk).max(1);
+    let reach = (layers as u64).min(s.max_pp_deg as u64) * s.max_tp_deg as u64;
+    Some(format!(
+        "no strategy uses the {gpus} GPUs: {} micro-batches of a {}-sample batch allow \
+         data parallelism of at most {max_dp} (the engine keeps a strategy only when every \
+         replica has a sample per micro-batch), so pp x tp must reach {} GPUs, but pp is at \
+         most {} (the layers) and tp at most {}, {reach} GPUs; give fewer micro-batches \
+         (--set settle_chunk=N) or a larger batch (--set settle_bsz=N)",
+        t.chunk,
+        t.bsz,
+        gpus / max_dp,
+        (layers as u64).min(s.max_pp_deg as u64),
+        s.max_tp_deg
+    ))
 }
 
 fn engine_budget(engine: &Engine) -> f64 {
