@@ -85,7 +85,7 @@ impl Algorithm for Madpipe {
             }
             (Ok((dp, ilp)), c) => Ok(self.allocation(inst, ctx, dp, ilp, c.as_ref())),
             (Err(e), Some(c)) if !matches!(e, SolveError::Input(_)) => {
-                let why = format!("the DP gave no allocation ({e})");
+                let why = format!("the DP, which gave no allocation ({e})");
                 Ok(self.contiguous(inst, ctx, &c, &why, None))
             }
             (Err(e), _) => Err(e),
