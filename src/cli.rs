@@ -159,6 +159,10 @@ pub struct CompareArgs {
     /// Also write the full comparison (every solution) as JSON to this file.
     #[arg(long, short)]
     pub output: Option<PathBuf>,
+    /// Every column of the table, claimed and evaluated side by side (default: the columns that
+    /// fit 120 characters).
+    #[arg(long)]
+    pub wide: bool,
     #[command(flatten)]
     pub flags: SolveFlags,
     #[command(flatten)]

@@ -17,10 +17,10 @@ claimed = the algorithm's own figure under its own model; evaluated = pipeplan's
 (docs/evaluator.md). period|iter: period per micro-batch of an async pipeline, or iteration time per
 batch of a synchronous one (1f1b, gpipe). gap = (claimed objective - best proven optimum of the same
 objective by an exact algorithm) / that optimum; `reference` marks the algorithm that proved it.
-period gap (evaluated): evaluated period of an async plan that fits against the proven optimum over
+period gap (evaluated, --wide): evaluated period of an async plan that fits against the proven optimum over
 contiguous partitions without swap or recompute (exact-contiguous); negative when a non-contiguous
 allocation or memory optimization (DawnPiper's swap / recompute) beats it.
-evals|plans: objective evaluations of a Bayesian optimization (mcap-bo) or plans an enumeration
+evals|plans (--wide): objective evaluations of a Bayesian optimization (mcap-bo) or plans an enumeration
 compared (capture, mcap-bf). Per-GPU memory vectors (claimed and evaluated) are in --csv / --json.";
 
 /// One solve as one flat record (CSV output of `solve` and `compare`).
@@ -441,37 +441,71 @@ fn push_notes(out: &mut String, title: &str, notes: &[String]) {
     }
 }
 
-/// Human table of a comparison, one block per instance, with the legend.
-pub fn comparison_text(instances: &[Instance], rows: &[Row]) -> String {
+/// Columns of the narrow comparison table (fits 120 columns), as indices into the wide one.
+const NARROW: [usize; 9] = [0, 1, 2, 3, 5, 7, 9, 11, 14];
+/// Their headers: short, with the caption saying which are claimed and which evaluated.
+const NARROW_HEADER: [&str; 9] = [
+    "algorithm",
+    "status",
+    "objective",
+    "schedule",
+    "period|iter",
+    "samples/s",
+    "max mem",
+    "fits",
+    "gap",
+];
+/// Caption of the narrow table.
+const NARROW_CAPTION: &str = "objective: claimed; period|iter, samples/s, max mem, fits: \
+    evaluated;\ngap: claimed objective vs the best exact one (--wide: every column)";
+
+/// Human table of a comparison, one block per instance, with the legend: the narrow table (fits
+/// 120 columns) or, `wide`, every column with claimed and evaluated side by side.
+pub fn comparison_text(instances: &[Instance], rows: &[Row], wide: bool) -> String {
     let mut out = String::new();
     for inst in instances {
         out.push_str(&format!("== {}\n", instance_line(inst)));
-        let mut t = Table::new(
-            &[
-                "algorithm",
-                "status",
-                "objective (claimed)",
-                "schedule",
-                "period|iter claimed",
-                "period|iter evaluated",
-                "samples/s claimed",
-                "samples/s evaluated",
-                "max mem claimed",
-                "max mem evaluated",
-                "fits claimed",
-                "fits evaluated",
-                "valid schedule",
-                "solve time",
-                "gap vs exact",
-                "period gap (evaluated)",
-                "evals|plans",
-            ],
-            &[2, 4, 5, 6, 7, 8, 9, 13, 14, 15, 16],
-        );
+        if !wide {
+            out.push_str(NARROW_CAPTION);
+            out.push('\n');
+        }
+        let mut t = if wide {
+            Table::new(
+                &[
+                    "algorithm",
+                    "status",
+                    "objective (claimed)",
+                    "schedule",
+                    "period|iter claimed",
+                    "period|iter evaluated",
+                    "samples/s claimed",
+                    "samples/s evaluated",
+                    "max mem claimed",
+                    "max mem evaluated",
+                    "fits claimed",
+                    "fits evaluated",
+                    "valid schedule",
+                    "solve time",
+                    "gap vs exact",
+                    "period gap (evaluated)",
+                    "evals|plans",
+                ],
+                &[2, 4, 5, 6, 7, 8, 9, 13, 14, 15, 16],
+            )
+        } else {
+            Table::new(&NARROW_HEADER, &[2, 4, 5, 6, 8])
+        };
         let mut reasons = Vec::new();
         for row in rows.iter().filter(|r| r.instance == inst.name) {
             match &row.outcome {
-                Outcome::Solved { solution } => t.row(solution_cells(solution, row)),
+                Outcome::Solved { solution } => {
+                    let cells = solution_cells(solution, row);
+                    t.row(if wide {
+                        cells
+                    } else {
+                        NARROW.iter().map(|&i| cells[i].clone()).collect()
+                    })
+                }
                 Outcome::Unsupported { reason } | Outcome::Failed { reason } => {
                     let what = if matches!(row.outcome, Outcome::Unsupported { .. }) {
                         "unsupported"

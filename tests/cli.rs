@@ -139,7 +139,7 @@ fn bad_options_exit_2_naming_the_option() {
 
 #[test]
 fn compare_table_labels_claimed_and_evaluated() {
-    let out = pipeplan(&["compare", p(&shipped(SMALL))]);
+    let out = pipeplan(&["compare", p(&shipped(SMALL)), "--wide"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let text = stdout(&out);
     for name in pipeplan_solvers::registry::names() {
@@ -446,5 +446,19 @@ fn algorithms_params_lists_every_declared_setting_and_bad_values_get_one_format(
         let out = pipeplan(&["solve", p(&shipped(SMALL)), "--algo", algo, "--set", set]);
         assert_eq!(out.status.code(), Some(2), "{algo}");
         assert!(stderr(&out).contains(want), "{algo}: {}", stderr(&out));
+    }
+}
+
+#[test]
+fn compare_default_table_fits_120_columns_and_says_what_is_claimed() {
+    let out = pipeplan(&["compare", p(&shipped(SMALL)), p(&shipped(SYNC))]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = stdout(&out);
+    for line in text.lines().filter(|l| !l.starts_with("  ")) {
+        assert!(line.chars().count() <= 120, "{} wide: {line}", line.len());
+    }
+    assert!(text.contains("objective: claimed; period|iter, samples/s, max mem, fits: evaluated"));
+    for name in pipeplan_solvers::registry::names() {
+        assert!(text.contains(name), "{name} missing");
     }
 }

@@ -86,7 +86,7 @@ pub fn compare(a: CompareArgs) -> Result<(), Failure> {
     let text = match a.out.format() {
         Format::Json => report::json(&rows),
         Format::Csv => report::csv(&rows.iter().map(Record::of_row).collect::<Vec<_>>()),
-        Format::Table => report::comparison_text(&instances, &rows),
+        Format::Table => report::comparison_text(&instances, &rows, a.wide),
     };
     write_or_print(None, &text)?;
     if rows.iter().any(|r| r.solution().is_some()) {
