@@ -61,6 +61,7 @@ fn synthetic(n: usize) -> Instance {
                 output: 1e5 + 7.9e6 * next(),
                 saved: None,
                 cut: None,
+                tensor_parallel: Vec::new(),
             }
         })
         .collect();
@@ -77,6 +78,7 @@ fn synthetic(n: usize) -> Instance {
         cluster: cluster(),
         training: Training::default(),
         extensions: BTreeMap::new(),
+        calibration: None,
     };
     inst.validate().expect("synthetic instance is valid");
     inst

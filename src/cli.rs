@@ -41,6 +41,11 @@ pub enum Command {
     ProfilePlan(ProfilePlanArgs),
     /// The largest batch size whose plan fits, for every algorithm (DawnPiper's metric).
     MaxBatch(MaxBatchArgs),
+    /// The evaluator against training runs measured on real GPUs (Sailor's plan files):
+    /// predicted and measured iteration time and peak memory, per run and per data set.
+    Accuracy(AccuracyArgs),
+    /// Fit the evaluator's constants to measured runs; report leave-one-out errors.
+    Calibrate(CalibrateArgs),
     /// Re-run a published experiment on pipeplan's instances (see `reproduce --help`).
     #[command(subcommand)]
     Reproduce(Reproduce),
@@ -144,6 +149,8 @@ pub struct SolveArgs {
     pub flags: SolveFlags,
     #[command(flatten)]
     pub out: OutputArgs,
+    #[command(flatten)]
+    pub calibration: CalibrationArgs,
 }
 
 /// `pipeplan compare`.
@@ -167,6 +174,8 @@ pub struct CompareArgs {
     pub flags: SolveFlags,
     #[command(flatten)]
     pub out: OutputArgs,
+    #[command(flatten)]
+    pub calibration: CalibrationArgs,
 }
 
 /// `pipeplan evaluate`.
@@ -179,6 +188,56 @@ pub struct EvaluateArgs {
     pub instance: PathBuf,
     #[command(flatten)]
     pub out: OutputArgs,
+    #[command(flatten)]
+    pub calibration: CalibrationArgs,
+}
+
+/// The evaluator's constants, for every command that evaluates.
+#[derive(Debug, Clone, Default, Args)]
+pub struct CalibrationArgs {
+    /// Calibration file (written by `pipeplan calibrate`): the evaluator judges, and the
+    /// algorithms plan, with its constants (docs/calibration.md).
+    #[arg(long, value_name = "FILE")]
+    pub calibration: Option<PathBuf>,
+}
+
+/// Measured runs: where they are and how to read them.
+#[derive(Debug, Clone, Args)]
+pub struct RunsArgs {
+    /// Folders holding measured runs (Sailor `plan_config_*.json`, searched recursively) or
+    /// plan files.
+    #[arg(required = true)]
+    pub dirs: Vec<PathBuf>,
+    /// The Sailor checkout (`sailor/` folder with `Planner/` and `providers/`; default: the
+    /// one above each run).
+    #[arg(long)]
+    pub sailor_root: Option<PathBuf>,
+    /// The model of every run, as its training config names it (default: the folder on the
+    /// run's path that starts a model's name, e.g. `GPT-NEO` for `GPT-Neo-2.7`).
+    #[arg(long)]
+    pub model: Option<String>,
+}
+
+/// `pipeplan accuracy`.
+#[derive(Debug, Args)]
+pub struct AccuracyArgs {
+    #[command(flatten)]
+    pub runs: RunsArgs,
+    #[command(flatten)]
+    pub calibration: CalibrationArgs,
+    #[command(flatten)]
+    pub out: OutputArgs,
+}
+
+/// `pipeplan calibrate`.
+#[derive(Debug, Args)]
+pub struct CalibrateArgs {
+    #[command(flatten)]
+    pub runs: RunsArgs,
+    /// Write the calibration file here (default: standard output, the summary on standard
+    /// error).
+    #[arg(long, short)]
+    pub output: Option<PathBuf>,
 }
 
 /// `pipeplan validate`.
@@ -239,6 +298,9 @@ pub enum SourceArg {
     /// Galvatron profiles and hardware configs, located by a search-config file (it carries the
     /// cluster; `--data-root` locates its files).
     Galvatron,
+    /// Sailor's profiles, located by a training-config file of a Sailor checkout (it carries
+    /// the cluster; needs `--gpu-type`, takes `--nodes` and `--batch`, the profiled micro-batch).
+    Sailor,
 }
 
 /// `pipeplan import`.
@@ -253,9 +315,16 @@ pub struct ImportArgs {
     /// The profile file given as an option (the engine's word for a Galvatron search config).
     #[arg(long, conflicts_with = "file", value_name = "FILE")]
     pub config: Option<PathBuf>,
-    /// Galvatron: the folder the config's paths are relative to (default: the config's folder).
+    /// Galvatron: the folder the config's paths are relative to (default: the config's folder);
+    /// Sailor: the checkout's `sailor/` folder (default: the one above the config).
     #[arg(long)]
     pub data_root: Option<PathBuf>,
+    /// Sailor: the GPU type to import (as Sailor names it: GH-96, A100-40, ...).
+    #[arg(long)]
+    pub gpu_type: Option<String>,
+    /// Sailor: nodes of that GPU type (default 1; GPUs per node come from the checkout).
+    #[arg(long)]
+    pub nodes: Option<u32>,
     #[command(flatten)]
     pub cluster: ClusterArgs,
     /// Take GPUs, memory and bandwidth from the profile when it has them (Piper,
@@ -265,8 +334,9 @@ pub struct ImportArgs {
     /// Instance name (default: derived from the file name).
     #[arg(long)]
     pub name: Option<String>,
-    /// Samples per micro-batch the profile was taken at (default: what the profile implies).
-    #[arg(long)]
+    /// Samples per micro-batch the profile was taken at (default: what the profile implies);
+    /// Sailor: the profiled micro-batch size to import (default 1).
+    #[arg(long, alias = "micro-batch")]
     pub batch: Option<u32>,
     /// Length of the profile's time unit in ms (default: the format's own).
     #[arg(long)]
@@ -463,4 +533,6 @@ pub struct MaxBatchArgs {
     /// Output format.
     #[command(flatten)]
     pub out: OutputArgs,
+    #[command(flatten)]
+    pub calibration: CalibrationArgs,
 }

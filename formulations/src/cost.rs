@@ -116,6 +116,9 @@ pub struct CutCost {
     pub crosses: bool,
     /// The two GPUs identifying the link (first GPU of each group).
     pub link: (u32, u32),
+    /// The part of each transfer both stages wait for instead of computing (ms, each way):
+    /// `(1 - p2p_overlap)` of it; `transfer` keeps the overlapped part.
+    pub blocking: f64,
 }
 
 /// Weight versions kept by a schedule family: async keeps `training.weight_versions`, synchronous
@@ -170,13 +173,24 @@ pub fn stage_costs(inst: &Instance, chain: &Chain, plan: &Plan) -> Vec<StageCost
     } else {
         None
     };
+    let cuts = cut_costs(inst, chain, plan);
     (0..n)
         .map(|s| {
             let st = &plan.stages[s];
             let cut_before = s > 0 && !plan.stages[s - 1].same_group(st);
             let cut_after = s + 1 < n && !st.same_group(&plan.stages[s + 1]);
             let extra = extra.as_ref().map(|(m, i)| (m, i.as_slice()));
-            stage_cost_with(inst, chain, st, kind, cut_before, cut_after, extra)
+            let mut c = stage_cost_with(inst, chain, st, kind, cut_before, cut_after, extra);
+            // The share of each adjacent transfer the stage waits for (calibration's
+            // `p2p_overlap` < 1): one message each way per micro-batch.
+            let waits: f64 = [s.checked_sub(1), (s + 1 < n).then_some(s)]
+                .into_iter()
+                .flatten()
+                .map(|c| cuts[c].blocking)
+                .sum();
+            c.forward += waits;
+            c.backward += waits;
+            c
         })
         .collect()
 }
@@ -222,25 +236,48 @@ pub fn stage_cost_with(
     let w = st.width();
     let tp_bw = inst.group_bandwidth(&st.gpus);
     let ckpt = |i: usize| st.checkpoint.contains(&i);
+    // Layers measured at the stage's tensor-parallel degree: their per-GPU numbers times the
+    // degree stand for the whole group's, so the division by `tp` below gives them back, and
+    // the measured times already include the group's all-reduces.
+    let measured = (st.tp > 1).then(|| chain.measured(st.tp)).flatten();
+    let tpf = st.tp as f64;
+    let layer = |i: usize| match measured {
+        Some(m) => (
+            m.forward[i] * tpf,
+            m.backward[i] * tpf,
+            m.saved[i] * tpf,
+            m.weights[i] * tpf,
+        ),
+        None => (
+            chain.forward[i],
+            chain.backward[i],
+            chain.saved[i],
+            chain.weights[i],
+        ),
+    };
     let mut fwd = 0.0;
     let mut bwd = 0.0;
     let mut tp_comm = 0.0;
     let mut stored = 0.0;
     let mut transient: f64 = 0.0;
+    let mut weights = 0.0;
     for i in k..l {
-        fwd += chain.forward[i];
-        bwd += chain.backward[i];
+        let (f, b, saved, w_i) = layer(i);
+        fwd += f;
+        bwd += b;
+        weights += w_i;
         if ckpt(i) {
-            bwd += chain.forward[i];
+            bwd += f;
             stored += chain.act[i];
-            transient = transient.max(chain.saved[i] - chain.act[i]);
+            transient = transient.max(saved - chain.act[i]);
         } else {
-            stored += chain.saved[i];
+            stored += saved;
         }
-        // One all-reduce of the layer's output (this replica's share) per pass.
-        tp_comm += allreduce_ms(chain.act[i + 1] / st.dp as f64, st.tp, tp_bw);
+        if measured.is_none() {
+            // One all-reduce of the layer's output (this replica's share) per pass.
+            tp_comm += allreduce_ms(chain.act[i + 1] / st.dp as f64, st.tp, tp_bw);
+        }
     }
-    let weights = chain.weights(k, l);
     let copies = state_copies(inst, kind);
     let mut states = weights * copies / st.tp as f64;
     if st.sdp {
@@ -309,6 +346,7 @@ pub fn stage_cost_with(
 
 /// Cost of every cut of a plan (`plan.stages.len() - 1` entries).
 pub fn cut_costs(inst: &Instance, chain: &Chain, plan: &Plan) -> Vec<CutCost> {
+    let overlap = inst.calibration().p2p_overlap;
     plan.stages
         .windows(2)
         .map(|w| {
@@ -319,6 +357,7 @@ pub fn cut_costs(inst: &Instance, chain: &Chain, plan: &Plan) -> Vec<CutCost> {
                     transfer: 0.0,
                     crosses: false,
                     link,
+                    blocking: 0.0,
                 };
             }
             // The slowest pair decides; replicas exchange their shares in parallel.
@@ -326,10 +365,12 @@ pub fn cut_costs(inst: &Instance, chain: &Chain, plan: &Plan) -> Vec<CutCost> {
             all.extend(&b.gpus);
             let bw = inst.group_bandwidth(&all);
             let lanes = a.dp.min(b.dp) as f64;
+            let full = chain.cut[a.last] / lanes / bw * 1e3;
             CutCost {
-                transfer: chain.cut[a.last] / lanes / bw * 1e3,
+                transfer: full * overlap,
                 crosses: true,
                 link,
+                blocking: full * (1.0 - overlap),
             }
         })
         .collect()

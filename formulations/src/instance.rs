@@ -49,6 +49,10 @@ pub struct Instance {
     /// the family derives it from the chain by a documented rule and says so in its solution.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub extensions: BTreeMap<String, serde_json::Value>,
+    /// The evaluator's free constants fitted to measured runs (`docs/calibration.md`); absent:
+    /// the reference model unchanged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub calibration: Option<crate::calibration::Calibration>,
 }
 
 /// The network as a chain of layers; times are per micro-batch of `batch` samples.
@@ -109,6 +113,36 @@ pub struct Layer {
     )]
     #[schemars(with = "Option<Quantity>")]
     pub cut: Option<f64>,
+    /// Measurements of this layer split over tensor-parallel groups: where a plan runs the
+    /// layer at one of these degrees, the evaluator takes these numbers instead of dividing by
+    /// the degree (and adds no all-reduce: the measured times include it).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tensor_parallel: Vec<TensorParallel>,
+}
+
+/// One layer measured on a tensor-parallel group of `degree` GPUs; times per micro-batch of
+/// `model.batch` samples, sizes per GPU of the group.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TensorParallel {
+    /// GPUs in the tensor-parallel group (at least 2).
+    pub degree: u32,
+    /// Forward time (ms), the group's all-reduces included.
+    #[serde(with = "units::time")]
+    #[schemars(with = "Quantity")]
+    pub forward: f64,
+    /// Backward time (ms), the group's all-reduces included.
+    #[serde(with = "units::time")]
+    #[schemars(with = "Quantity")]
+    pub backward: f64,
+    /// Parameter bytes on each GPU of the group.
+    #[serde(with = "units::size")]
+    #[schemars(with = "Quantity")]
+    pub weights: f64,
+    /// Bytes each GPU keeps for the backward pass.
+    #[serde(with = "units::size")]
+    #[schemars(with = "Quantity")]
+    pub saved: f64,
 }
 
 /// The GPUs and their links.
@@ -256,6 +290,7 @@ impl Layer {
             output,
             saved: None,
             cut: None,
+            tensor_parallel: Vec::new(),
         }
     }
 }
@@ -302,6 +337,7 @@ impl Instance {
             cluster,
             training: Training::default(),
             extensions: BTreeMap::new(),
+            calibration: None,
         }
     }
 
@@ -370,12 +406,20 @@ impl Instance {
         self.cluster.gpus_per_node.unwrap_or(self.cluster.gpus)
     }
 
-    /// Bandwidth between nodes.
+    /// Bandwidth inside a node, scaled by the calibration's `link_efficiency`.
+    pub fn intra_node_bandwidth(&self) -> f64 {
+        self.cluster.bandwidth.intra_node * self.calibration().link_efficiency
+    }
+
+    /// Bandwidth between nodes (default: inside a node), scaled by the calibration's
+    /// `link_efficiency`.
     pub fn inter_node_bandwidth(&self) -> f64 {
-        self.cluster
+        let nominal = self
+            .cluster
             .bandwidth
             .inter_node
-            .unwrap_or(self.cluster.bandwidth.intra_node)
+            .unwrap_or(self.cluster.bandwidth.intra_node);
+        nominal * self.calibration().link_efficiency
     }
 
     /// Node index of a GPU.
@@ -384,10 +428,11 @@ impl Instance {
     }
 
     /// Bandwidth of the slowest link inside a set of GPUs (intra-node if they share a node).
+    /// Calibrated, like [`Instance::intra_node_bandwidth`] and [`Instance::inter_node_bandwidth`].
     pub fn group_bandwidth(&self, gpus: &[u32]) -> f64 {
         let first = gpus.first().map(|&g| self.node_of(g));
         if gpus.iter().all(|&g| Some(self.node_of(g)) == first) {
-            self.cluster.bandwidth.intra_node
+            self.intra_node_bandwidth()
         } else {
             self.inter_node_bandwidth()
         }
@@ -423,11 +468,29 @@ pub struct Chain {
     pub cut: Vec<f64>,
     /// Prefix sums of forward + backward: `prefix[l]` = U(0, l - 1).
     prefix: Vec<f64>,
+    /// Per measured tensor-parallel degree, the layers' numbers on one GPU of the group.
+    pub tensor_parallel: BTreeMap<u32, MeasuredDegree>,
+}
+
+/// Every layer measured on a tensor-parallel group (from [`Layer::tensor_parallel`]), scaled like
+/// the rest of the [`Chain`]; index `l` is layer `l`, numbers per GPU of the group.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MeasuredDegree {
+    /// Forward times (ms).
+    pub forward: Vec<f64>,
+    /// Backward times (ms).
+    pub backward: Vec<f64>,
+    /// Parameter bytes per GPU.
+    pub weights: Vec<f64>,
+    /// Bytes kept for the backward per GPU.
+    pub saved: Vec<f64>,
 }
 
 impl Chain {
     fn new(inst: &Instance) -> Chain {
         let k = inst.batch_scale();
+        let cal = inst.calibration();
+        let (time, stored) = (k * cal.compute_factor, k * cal.activation_factor);
         let layers = &inst.model.layers;
         let mut act = Vec::with_capacity(layers.len() + 1);
         act.push(inst.model.input * k);
@@ -435,18 +498,43 @@ impl Chain {
         let saved = layers
             .iter()
             .enumerate()
-            .map(|(i, l)| l.saved.unwrap_or(layers_input(inst, i)) * k)
+            .map(|(i, l)| l.saved.unwrap_or(layers_input(inst, i)) * stored)
             .collect();
         let cut = layers
             .iter()
             .map(|l| l.cut.unwrap_or(l.output) * k)
             .collect();
-        let forward: Vec<f64> = layers.iter().map(|l| l.forward * k).collect();
-        let backward: Vec<f64> = layers.iter().map(|l| l.backward * k).collect();
+        let forward: Vec<f64> = layers.iter().map(|l| l.forward * time).collect();
+        let backward: Vec<f64> = layers.iter().map(|l| l.backward * time).collect();
         let mut prefix = vec![0.0; layers.len() + 1];
         for i in 0..layers.len() {
             prefix[i + 1] = prefix[i] + forward[i] + backward[i];
         }
+        // Validation makes every layer list the same degrees: take layer 0's.
+        let degrees = layers.first().map_or(&[][..], |l| &l.tensor_parallel[..]);
+        let tensor_parallel = degrees
+            .iter()
+            .map(|d| {
+                let at = |f: &dyn Fn(&TensorParallel) -> f64| -> Vec<f64> {
+                    layers
+                        .iter()
+                        .map(|l| {
+                            l.tensor_parallel
+                                .iter()
+                                .find(|t| t.degree == d.degree)
+                                .map_or(0.0, f)
+                        })
+                        .collect()
+                };
+                let measured = MeasuredDegree {
+                    forward: at(&|t| t.forward * time),
+                    backward: at(&|t| t.backward * time),
+                    weights: at(&|t| t.weights),
+                    saved: at(&|t| t.saved * stored),
+                };
+                (d.degree, measured)
+            })
+            .collect();
         Chain {
             forward,
             backward,
@@ -455,7 +543,13 @@ impl Chain {
             saved,
             cut,
             prefix,
+            tensor_parallel,
         }
+    }
+
+    /// The layers measured on tensor-parallel groups of `degree` GPUs, if the instance has them.
+    pub fn measured(&self, degree: u32) -> Option<&MeasuredDegree> {
+        self.tensor_parallel.get(&degree)
     }
 
     /// Number of layers.

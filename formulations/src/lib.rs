@@ -22,6 +22,7 @@
 //! ```
 
 pub mod baselines;
+pub mod calibration;
 pub mod capture;
 pub mod cost;
 pub mod dawnpiper;

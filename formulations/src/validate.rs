@@ -107,6 +107,44 @@ pub fn validate(inst: &Instance) -> Result<(), InputError> {
         if let Some(s) = l.cut {
             c.non_negative(|| f("cut"), "size", "bytes", s);
         }
+        let mut degrees = Vec::new();
+        for (j, tp) in l.tensor_parallel.iter().enumerate() {
+            let g = |name: &str| format!("model.layers[{i}].tensor_parallel[{j}].{name}");
+            if tp.degree < 2 {
+                c.fail(
+                    g("degree"),
+                    format!("must be at least 2 GPUs, found {}", tp.degree),
+                );
+            } else if degrees.contains(&tp.degree) {
+                c.fail(
+                    g("degree"),
+                    format!("degree {} is measured twice", tp.degree),
+                );
+            }
+            degrees.push(tp.degree);
+            c.non_negative(|| g("forward"), "time", "ms", tp.forward);
+            c.non_negative(|| g("backward"), "time", "ms", tp.backward);
+            c.non_negative(|| g("weights"), "size", "bytes", tp.weights);
+            c.non_negative(|| g("saved"), "size", "bytes", tp.saved);
+        }
+        degrees.sort_unstable();
+        if i > 0 {
+            let mut first: Vec<u32> = m.layers[0]
+                .tensor_parallel
+                .iter()
+                .map(|t| t.degree)
+                .collect();
+            first.sort_unstable();
+            if degrees != first {
+                c.fail(
+                    format!("model.layers[{i}].tensor_parallel"),
+                    format!(
+                        "measured at degrees {degrees:?} but layer 0 at {first:?}; every layer \
+                         must be measured at the same tensor-parallel degrees"
+                    ),
+                );
+            }
+        }
     }
     let cl = &inst.cluster;
     if cl.gpus == 0 {
@@ -168,6 +206,9 @@ pub fn validate(inst: &Instance) -> Result<(), InputError> {
         "",
         t.optimizer_state_factor,
     );
+    if let (None, Some(cal)) = (&c.first, &inst.calibration) {
+        cal.check("calibration")?;
+    }
     match c.first {
         Some(e) => Err(e),
         None => Ok(()),

@@ -5,6 +5,7 @@
 
 pub mod algorithm;
 pub mod baselines;
+pub mod calibrate;
 pub mod capture;
 pub mod dawnpiper;
 pub mod deadline;

@@ -88,6 +88,7 @@ pub fn import(a: ImportArgs) -> Result<(), Failure> {
         SourceArg::Piper => Source::Piper,
         SourceArg::DnnPartitioning => Source::DnnPartitioning,
         SourceArg::Galvatron => Source::Galvatron,
+        SourceArg::Sailor => Source::Sailor,
     };
     let Some(file) = a.file.clone().or(a.config.clone()) else {
         return Err(Failure::input(
@@ -117,6 +118,8 @@ pub fn import(a: ImportArgs) -> Result<(), Failure> {
     opts.time_unit_ms = a.time_unit_ms;
     opts.cluster_from_profile = a.cluster_from_profile;
     opts.data_root = a.data_root.clone();
+    opts.gpu_type = a.gpu_type.clone();
+    opts.nodes = a.nodes;
     if let Some(s) = a.schedule {
         opts.training.schedule = schedule(s);
     }
@@ -126,7 +129,17 @@ pub fn import(a: ImportArgs) -> Result<(), Failure> {
     }
     let mut inst = import_file(source, &file, &opts)?;
     if from_file {
+        // Flags the user gives win over what the file carries.
         a.cluster.override_fields(&mut inst.cluster)?;
+        if let Some(s) = a.schedule {
+            inst.training.schedule = schedule(s);
+        }
+        if a.micro_batches.is_some() {
+            inst.training.micro_batches = a.micro_batches;
+        }
+        if let Some(f) = a.optimizer_state_factor {
+            inst.training.optimizer_state_factor = f;
+        }
         inst.validate()?;
     }
     // Say it where the user looks, not only in the instance's `source`.

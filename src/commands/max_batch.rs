@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 
 /// Runs `max-batch`.
 pub fn run(a: MaxBatchArgs) -> Result<(), Failure> {
-    let inst = super::read_instance(&a.instance)?;
+    let inst = super::read_calibrated(&a.instance, &a.calibration)?;
     if a.max_micro_batch == 0 {
         return Err(Failure::input("--max-micro-batch: must be at least 1"));
     }

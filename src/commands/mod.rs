@@ -1,5 +1,6 @@
 //! One module per group of subcommands, and the error every command returns.
 
+mod accuracy;
 pub mod cluster;
 mod files;
 pub mod max_batch;
@@ -7,7 +8,7 @@ pub mod profile_plan;
 mod reproduce;
 mod solving;
 
-use crate::cli::{Command, OutputArgs, Reproduce};
+use crate::cli::{CalibrationArgs, Command, OutputArgs, Reproduce};
 use pipeplan_formulations::InputError;
 use pipeplan_solvers::algorithm::SolveError;
 use std::path::Path;
@@ -71,6 +72,8 @@ pub fn run(cmd: Command) -> Result<(), Failure> {
         Command::Schema(a) => files::schema(a),
         Command::ProfilePlan(a) => profile_plan::run(a),
         Command::MaxBatch(a) => max_batch::run(a),
+        Command::Accuracy(a) => accuracy::accuracy(a),
+        Command::Calibrate(a) => accuracy::calibrate(a),
         Command::Reproduce(Reproduce::MadpipeFig7(a)) => reproduce::madpipe_fig7(a),
     }
 }
@@ -114,6 +117,33 @@ pub fn read_instance(path: &Path) -> Result<pipeplan_formulations::Instance, Inp
             message: e.to_string(),
         })?;
     pipeplan_formulations::Instance::from_json(&text).map_err(|e| e.in_file(Path::new("<stdin>")))
+}
+
+impl CalibrationArgs {
+    /// The calibration file's constants, if one is given.
+    pub fn read(
+        &self,
+    ) -> Result<Option<pipeplan_formulations::calibration::Calibration>, InputError> {
+        self.calibration
+            .as_deref()
+            .map(|p| {
+                pipeplan_formulations::calibration::CalibrationFile::from_path(p)
+                    .map(|f| f.constants)
+            })
+            .transpose()
+    }
+}
+
+/// [`read_instance`], under the calibration of `cal` when it names one.
+pub fn read_calibrated(
+    path: &Path,
+    cal: &CalibrationArgs,
+) -> Result<pipeplan_formulations::Instance, InputError> {
+    let inst = read_instance(path)?;
+    Ok(match cal.read()? {
+        Some(c) => inst.calibrated(&c),
+        None => inst,
+    })
 }
 
 /// Writes `text` to `path`, or prints it when `path` is `None` or `-`.

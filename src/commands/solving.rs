@@ -30,7 +30,7 @@ fn algorithm(name: &str) -> Result<Box<dyn Algorithm>, Failure> {
 
 /// `pipeplan solve`.
 pub fn solve(a: SolveArgs) -> Result<(), Failure> {
-    let inst = super::read_instance(&a.instance)?;
+    let inst = super::read_calibrated(&a.instance, &a.calibration)?;
     let algo = algorithm(&a.algo)?;
     if let Err(u) = algo.supports(&inst) {
         return Err(Failure::input(format!(
@@ -52,12 +52,19 @@ pub fn solve(a: SolveArgs) -> Result<(), Failure> {
 }
 
 /// Reads every file, reporting all bad ones at once.
-fn read_instances(paths: &[std::path::PathBuf]) -> Result<Vec<Instance>, Failure> {
+fn read_instances(
+    paths: &[std::path::PathBuf],
+    cal: &crate::cli::CalibrationArgs,
+) -> Result<Vec<Instance>, Failure> {
+    let cal = cal.read()?;
     let mut ok = Vec::new();
     let mut bad = Vec::new();
     for p in paths {
         match super::read_instance(p) {
-            Ok(i) => ok.push(i),
+            Ok(i) => ok.push(match &cal {
+                Some(c) => i.calibrated(c),
+                None => i,
+            }),
             Err(e) => bad.push(e.to_string()),
         }
     }
@@ -70,7 +77,7 @@ fn read_instances(paths: &[std::path::PathBuf]) -> Result<Vec<Instance>, Failure
 
 /// `pipeplan compare`.
 pub fn compare(a: CompareArgs) -> Result<(), Failure> {
-    let instances = read_instances(&a.instances)?;
+    let instances = read_instances(&a.instances, &a.calibration)?;
     let algos: Vec<Box<dyn Algorithm>> = if a.algos.is_empty() {
         registry::all()
     } else {
@@ -124,7 +131,7 @@ fn read_plan(path: &Path) -> Result<Plan, InputError> {
 
 /// `pipeplan evaluate`.
 pub fn evaluate(a: EvaluateArgs) -> Result<(), Failure> {
-    let inst = super::read_instance(&a.instance)?;
+    let inst = super::read_calibrated(&a.instance, &a.calibration)?;
     let plan = read_plan(&a.plan)?;
     let e = judge(&inst, &plan).map_err(|e| {
         let file = if e.is_about_plan() {

@@ -104,7 +104,7 @@ impl<'a> Model<'a> {
             kind,
             stages,
             micro_batches: inst.micro_batches(),
-            memory: inst.cluster.memory,
+            memory: inst.usable_memory(),
             compute_prefix,
             weight_prefix,
             saved_prefix,

@@ -63,6 +63,7 @@ pub struct Evaluation {
     pub notes: Vec<String>,
 }
 
+pub mod accuracy;
 mod asynchronous;
 mod synchronous;
 
@@ -126,7 +127,8 @@ pub fn evaluate(inst: &Instance, plan: &Plan) -> Result<Evaluation, InputError> 
     let costs = stage_costs(inst, &chain, plan);
     let cuts = cut_costs(inst, &chain, plan);
     let kind = plan.schedule.kind();
-    let gpus_used = plan.gpus().len() as u32;
+    let used = plan.gpus();
+    let gpus_used = used.len() as u32;
     let mut notes = Vec::new();
     let stage_time: Vec<f64> = costs.iter().map(|c| c.forward + c.backward).collect();
     let (resources, resource_of_stage) = pipeline_resources(&costs, &cuts, kind);
@@ -172,8 +174,13 @@ pub fn evaluate(inst: &Instance, plan: &Plan) -> Result<Evaluation, InputError> 
             transient[g as usize] = transient[g as usize].max(costs[s].transient);
         }
     }
-    for (p, t) in peak.iter_mut().zip(&transient) {
+    // What the framework holds before training (calibration), on every GPU the plan uses.
+    let reserved = inst.calibration().reserved_memory;
+    for (g, (p, t)) in peak.iter_mut().zip(&transient).enumerate() {
         *p += t;
+        if used.binary_search(&(g as u32)).is_ok() {
+            *p += reserved;
+        }
     }
     let (max_gpu, max_memory) =
         peak.iter().enumerate().fold(

@@ -47,7 +47,7 @@ pub fn derive(inst: &Instance) -> LayerTypes {
             }
         })
         .collect();
-    let intra = inst.cluster.bandwidth.intra_node;
+    let intra = inst.intra_node_bandwidth();
     let inter = inst.inter_node_bandwidth();
     let coe = |bw: f64| 1000.0 * MB / bw;
     let mut allreduce = BTreeMap::new();
@@ -76,11 +76,11 @@ pub fn derive(inst: &Instance) -> LayerTypes {
         model_states: [("1".to_string(), 0.0)].into(),
         activation: [("1".to_string(), 0.0)].into(),
     };
-    let budget_mb = inst.cluster.memory / MB;
+    let budget_mb = inst.usable_memory() / MB;
     let settings = Settings {
         num_nodes: gpus / per_node,
         num_gpus_per_node: per_node,
-        memory_constraint: inst.cluster.memory / (1024.0 * MB),
+        memory_constraint: inst.usable_memory() / (1024.0 * MB),
         mixed_precision: if mixed { "bf16" } else { "fp32" }.into(),
         pipeline_type: if inst.training.schedule == ScheduleKind::Gpipe {
             PipelineType::Gpipe

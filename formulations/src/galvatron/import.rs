@@ -584,6 +584,7 @@ fn instance(
                 output: out,
                 saved: Some(t.activation(1).unwrap_or(0.0) * MB),
                 cut: None,
+                tensor_parallel: Vec::new(),
             });
         }
     }
@@ -658,6 +659,7 @@ fn instance(
             serde_json::to_value(lt).expect("serializes"),
         )]
         .into(),
+        calibration: None,
     };
     inst.validate()?;
     Ok(inst)

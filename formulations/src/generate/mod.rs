@@ -470,6 +470,7 @@ pub fn generate(opts: &GenerateOptions) -> Result<Instance, InputError> {
                 output: l.output * b * e,
                 saved: Some((l.saved * e + l.saved_fixed_bytes) * b),
                 cut: l.cut.map(|c| c * b * e),
+                tensor_parallel: Vec::new(),
             }
         })
         .collect();
@@ -556,6 +557,7 @@ pub fn generate(opts: &GenerateOptions) -> Result<Instance, InputError> {
             precision: Some(precision),
         },
         extensions: Default::default(),
+        calibration: None,
     };
     inst.validate()?;
     Ok(inst)

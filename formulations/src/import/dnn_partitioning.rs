@@ -382,6 +382,7 @@ pub(crate) fn read(text: &str) -> Result<Profile, InputError> {
                 output: output[c],
                 saved: None,
                 cut: Some(cut),
+                tensor_parallel: Vec::new(),
             }
         })
         .collect();

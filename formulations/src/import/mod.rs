@@ -9,6 +9,7 @@
 //! | `piper` | Piper planner input JSON | [`piper`] |
 //! | `dnn-partitioning` | dnn-partitioning layer- or operator-graph JSON | [`dnn_partitioning`] |
 //! | `galvatron` | a Galvatron search config naming its profiles and hardware files | [`crate::galvatron::import`] |
+//! | `sailor` | a Sailor training config, with the profiles and cluster files of its checkout | [`sailor`] |
 //!
 //! A Galvatron config carries the cluster, the schedule and the batch (the engine's arguments)
 //! and names the files it reads relative to [`ImportOptions::data_root`]; of the options only
@@ -31,6 +32,7 @@ pub mod dag;
 pub mod dnn_partitioning;
 pub mod pipedream;
 pub mod piper;
+pub mod sailor;
 
 use crate::error::InputError;
 use crate::instance::{Cluster, Instance, Layer, Model, Precision, Training, FORMAT};
@@ -57,8 +59,13 @@ pub struct ImportOptions {
     /// (Piper, dnn-partitioning) instead of from [`ImportOptions::cluster`].
     pub cluster_from_profile: bool,
     /// Folder the paths of a Galvatron config are relative to (default: the config file's
-    /// folder with [`import_file`], the working directory with [`import`]).
+    /// folder with [`import_file`], the working directory with [`import`]); for Sailor, the
+    /// checkout's `sailor/` folder (default: the one above the config file).
     pub data_root: Option<PathBuf>,
+    /// GPU type, for profiles of several (Sailor).
+    pub gpu_type: Option<String>,
+    /// Nodes, for profiles that know the GPUs per node (Sailor; default 1).
+    pub nodes: Option<u32>,
 }
 
 impl ImportOptions {
@@ -72,6 +79,8 @@ impl ImportOptions {
             time_unit_ms: None,
             cluster_from_profile: false,
             data_root: None,
+            gpu_type: None,
+            nodes: None,
         }
     }
 }
@@ -87,15 +96,18 @@ pub enum Source {
     DnnPartitioning,
     /// A Galvatron search config (a JSON document with a `config` object, e.g. a golden run).
     Galvatron,
+    /// A Sailor training config, read with its checkout's profiles.
+    Sailor,
 }
 
 impl Source {
     /// Every format, in a fixed order.
-    pub const ALL: [Source; 4] = [
+    pub const ALL: [Source; 5] = [
         Source::PipeDream,
         Source::Piper,
         Source::DnnPartitioning,
         Source::Galvatron,
+        Source::Sailor,
     ];
 
     /// The name used on the command line and in messages.
@@ -105,12 +117,13 @@ impl Source {
             Source::Piper => "piper",
             Source::DnnPartitioning => "dnn-partitioning",
             Source::Galvatron => "galvatron",
+            Source::Sailor => "sailor",
         }
     }
 
     /// Whether the file states the whole cluster (then [`ImportOptions::cluster`] is not used).
     pub fn carries_cluster(self) -> bool {
-        self == Source::Galvatron
+        matches!(self, Source::Galvatron | Source::Sailor)
     }
 }
 
@@ -132,7 +145,7 @@ impl FromStr for Source {
                     "source",
                     format!(
                         "unknown profile format {s:?}; expected pipedream, piper, \
-                         dnn-partitioning or galvatron"
+                         dnn-partitioning, galvatron or sailor"
                     ),
                 )
             })
@@ -155,6 +168,20 @@ pub fn import(source: Source, text: &str, opts: &ImportOptions) -> Result<Instan
             }
             return Ok(inst);
         }
+        Source::Sailor => {
+            let root = opts.data_root.clone().ok_or_else(|| {
+                InputError::field(
+                    "import.data_root",
+                    "a Sailor config is read with its checkout: give the `sailor/` folder",
+                )
+            })?;
+            return sailor::import(
+                text,
+                &sailor::Files::new(root),
+                &sailor_selection(opts)?,
+                opts.name.as_deref(),
+            );
+        }
     };
     finish(source, profile, opts)
 }
@@ -172,6 +199,15 @@ pub fn import_file(
         message: e.to_string(),
     })?;
     let mut opts = opts.clone();
+    if source == Source::Sailor {
+        check_options(&opts)?;
+        return sailor::import_file(
+            path,
+            opts.data_root.as_deref(),
+            &sailor_selection(&opts)?,
+            opts.name.as_deref(),
+        );
+    }
     if source == Source::Galvatron {
         // The config names its model; its files lie beside it unless a root is given.
         if opts.data_root.is_none() {
@@ -181,6 +217,22 @@ pub fn import_file(
         opts.name = name_from_path(path);
     }
     import(source, &text, &opts).map_err(|e| e.in_file(path))
+}
+
+/// Sailor's selection from the options: the GPU type is required, nodes default to 1 and the
+/// micro-batch (`batch`) to 1.
+fn sailor_selection(opts: &ImportOptions) -> Result<sailor::Selection, InputError> {
+    let gpu_type = opts.gpu_type.clone().ok_or_else(|| {
+        InputError::field(
+            "import.gpu_type",
+            "missing: Sailor profiles several GPU types; name one (e.g. GH-96, A100-40)",
+        )
+    })?;
+    Ok(sailor::Selection {
+        gpu_type,
+        nodes: opts.nodes.unwrap_or(1),
+        micro_batch: opts.batch.unwrap_or(1),
+    })
 }
 
 fn name_from_path(path: &Path) -> Option<String> {
@@ -359,6 +411,7 @@ fn finish(source: Source, p: Profile, opts: &ImportOptions) -> Result<Instance, 
         cluster,
         training,
         extensions: p.extensions,
+        calibration: None,
     };
     inst.validate()?;
     Ok(inst)

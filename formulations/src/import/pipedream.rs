@@ -204,6 +204,7 @@ pub(crate) fn read(text: &str) -> Result<Profile, InputError> {
                 output: node.activation,
                 saved: None,
                 cut: Some(c),
+                tensor_parallel: Vec::new(),
             }
         })
         .collect();

@@ -250,6 +250,7 @@ pub(crate) fn read(text: &str) -> Result<Profile, InputError> {
             output: out_bytes[v],
             saved: Some(chosen.memory_usage_a),
             cut: Some(c),
+            tensor_parallel: Vec::new(),
         });
     }
 

@@ -47,7 +47,7 @@ impl MadChain {
         MadChain {
             state_copies: state_copies(inst, ScheduleKind::Async),
             beta: inst.group_bandwidth(&all),
-            memory: inst.cluster.memory,
+            memory: inst.usable_memory(),
             chain,
             w_prefix,
             s_prefix,

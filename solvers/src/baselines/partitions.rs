@@ -144,7 +144,7 @@ impl Algorithm for BalancedMemory {
         let claimed = Claimed {
             objective: Some(Objective::new(ObjectiveKind::MaxStageMemory, part.value)),
             max_memory: Some(part.value),
-            fits: Some(part.value <= inst.cluster.memory),
+            fits: Some(part.value <= inst.usable_memory()),
             peak_memory: Some(peak),
             ..Claimed::default()
         };

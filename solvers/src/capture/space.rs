@@ -317,7 +317,7 @@ impl PlanSpace {
             objective: Some(Objective::new(ObjectiveKind::PredictedPeakMemory, peak)),
             peak_memory: Some(per_gpu),
             max_memory: Some(peak),
-            fits: Some(peak <= inst.cluster.memory),
+            fits: Some(peak <= inst.usable_memory()),
             ..Claimed::default()
         };
         let mut sol =

@@ -244,7 +244,7 @@ impl Algorithm for Dawnpiper {
                 "no cut position between the compute- and memory-balanced ones fits {} stages in \
                  {} per GPU, even with {} (schedule {})",
                 p,
-                pipeplan_formulations::units::fmt_bytes(inst.cluster.memory),
+                pipeplan_formulations::units::fmt_bytes(inst.usable_memory()),
                 describe(o),
                 o.kind
             )));

@@ -124,7 +124,7 @@ impl Algorithm for Exhaustive {
         let Some((_, cuts)) = best else {
             return Err(SolveError::Infeasible(format!(
                 "no partition into {p} stages fits {} per GPU, even with {} (schedule {})",
-                pipeplan_formulations::units::fmt_bytes(inst.cluster.memory),
+                pipeplan_formulations::units::fmt_bytes(inst.usable_memory()),
                 describe(o),
                 o.kind
             )));

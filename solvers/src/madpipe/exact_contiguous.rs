@@ -127,7 +127,7 @@ impl Model {
             chain: inst.chain(),
             // Same expression as the evaluator's `stage_cost`.
             copies: state_copies(inst, ScheduleKind::Async),
-            limit: inst.cluster.memory * (1.0 + MEM_TOL),
+            limit: inst.usable_memory() * (1.0 + MEM_TOL),
             link_bw,
             homogeneous,
         }
@@ -236,7 +236,7 @@ impl Model {
     /// Why no partition fits even with one micro-batch in flight per stage.
     fn diagnose(&self, inst: &Instance, pmax: usize, exact: bool) -> String {
         let n = self.n();
-        let limit = inst.cluster.memory;
+        let limit = inst.usable_memory();
         // Least memory of any stage holding each layer, and the stage.
         let mut least = vec![(f64::INFINITY, 0usize, 0usize); n];
         let mut fits_from: Vec<Vec<usize>> = vec![Vec::new(); n];

@@ -118,7 +118,7 @@ impl Madpipe {
             period_ms: Some(ilp.period),
             peak_memory: Some(ilp.memory.clone()),
             max_memory: Some(ilp.max_memory),
-            fits: Some(ilp.max_memory <= inst.cluster.memory),
+            fits: Some(ilp.max_memory <= inst.usable_memory()),
             ..Claimed::default()
         };
         let mut sol = solution(self, inst, ilp.plan.clone(), claimed, stats);

@@ -329,7 +329,7 @@ impl<'a> Pipeline<'a> {
             resource_of_stage,
             stage_memory,
             gpus: inst.cluster.gpus as usize,
-            limit: inst.cluster.memory,
+            limit: inst.usable_memory(),
         })
     }
 

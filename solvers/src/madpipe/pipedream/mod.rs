@@ -92,7 +92,7 @@ fn levels(inst: &Instance, machines: usize) -> Vec<PdLevel> {
         return vec![
             PdLevel {
                 machines: per_node,
-                bandwidth: inst.cluster.bandwidth.intra_node,
+                bandwidth: inst.intra_node_bandwidth(),
             },
             PdLevel {
                 machines: gpus / per_node,
@@ -202,7 +202,7 @@ impl Algorithm for PipeDream {
             levels: levels(inst, machines),
             replicate,
             memory_check,
-            memory: inst.cluster.memory,
+            memory: inst.usable_memory(),
             activation_compression_ratio,
         };
         let profile = PdProfile::of(inst);

@@ -270,7 +270,7 @@ pub fn fit_memory(
     let alloc = Alloc::new(inst, stages)?;
     check_options(opts)?;
     alloc.check_period(period)?;
-    let limit = opts.memory_limit.unwrap_or(inst.cluster.memory);
+    let limit = opts.memory_limit.unwrap_or(inst.usable_memory());
     alloc.check_floor(limit)?;
     let mut counts = Counts::default();
     let (st, _) = alloc.solve(period, Phase::Fit { limit }, &deadline, &mut counts)?;
@@ -307,7 +307,7 @@ pub fn least_period_within(
     let start = Instant::now();
     let alloc = Alloc::new(inst, stages)?;
     check_options(opts)?;
-    let limit = opts.memory_limit.unwrap_or(inst.cluster.memory);
+    let limit = opts.memory_limit.unwrap_or(inst.usable_memory());
     alloc.check_floor(limit)?;
     let (lo_load, busiest) = alloc.max_load();
     if lo_load <= 0.0 || lo_load.is_nan() {

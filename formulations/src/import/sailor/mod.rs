@@ -1,0 +1,447 @@
+//! Sailor's profiles as an instance (`docs/sailor.md`).
+//!
+//! Sailor (eth-easl/sailor) predicts training runs of Megatron-DeepSpeed from per-layer profiles.
+//! An instance is built for one model, GPU type, node count and micro-batch size from the files
+//! of a Sailor checkout (paths relative to its `sailor/` folder, [`Files`]):
+//!
+//! - the training config (`Planner/simulations/configs/training_config_*.json`) names the model,
+//!   its layer count, optimizer and global batch;
+//! - `Planner/simulations/profiles_tmp.json`: per model, GPU type, micro-batch size and
+//!   tensor-parallel degree, per layer `[forward, backward, update]` in seconds;
+//! - `Planner/llm_info.json`: per model, tensor-parallel degree and layer, `params_floats`
+//!   (parameters per GPU), `act_output_floats` (elements of the layer's output per sample) and
+//!   `act_mem_floats` (bytes allocated by the layer's forward per sample, divided by 4, as
+//!   Sailor's profiler records them);
+//! - `Planner/simulations/configs/basic_cluster_config.json`: GPUs per node and memory per GPU;
+//! - `providers/intra_node_bandwidths.json`, `providers/multizone_bandwidths_het.json`: fitted
+//!   bandwidth curves; the instance takes each curve's saturation bandwidth (bytes/s).
+//!
+//! Every tensor-parallel degree profiled at the micro-batch size (and sized in `llm_info`) is
+//! carried as measurements ([`crate::instance::TensorParallel`]); the evaluator uses them instead
+//! of dividing by the degree.
+
+pub mod plan;
+pub mod runs;
+
+use crate::error::InputError;
+use crate::instance::{
+    Bandwidth, Cluster, Instance, Layer, Model, Precision, ScheduleKind, TensorParallel, Training,
+    FORMAT,
+};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// Bytes per element of fp16 weights and activations (Megatron-DeepSpeed mixed precision).
+const FP16: f64 = 2.0;
+/// Bytes per unit of `act_mem_floats` (Sailor's profiler stores allocated bytes / 4).
+const ACT_MEM_UNIT: f64 = 4.0;
+
+/// The files of a Sailor checkout an instance is read from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Files {
+    /// The `sailor/` folder (holding `Planner/` and `providers/`).
+    pub root: PathBuf,
+}
+
+impl Files {
+    /// The checkout whose `sailor/` folder is `root`.
+    pub fn new(root: impl Into<PathBuf>) -> Files {
+        Files { root: root.into() }
+    }
+
+    /// The checkout holding `path`: the nearest folder above it with `Planner/llm_info.json`.
+    pub fn above(path: &Path) -> Option<Files> {
+        path.ancestors()
+            .find(|d| d.join("Planner").join("llm_info.json").is_file())
+            .map(Files::new)
+    }
+
+    fn path(&self, rel: &str) -> PathBuf {
+        self.root.join(rel)
+    }
+
+    fn read(&self, rel: &str) -> Result<Value, InputError> {
+        let p = self.path(rel);
+        let text = std::fs::read_to_string(&p).map_err(|e| InputError::Io {
+            path: p.display().to_string(),
+            message: e.to_string(),
+        })?;
+        crate::error::parse_json::<Value>(&text, "Sailor file").map_err(|e| e.in_file(&p))
+    }
+
+    /// The training configs of the checkout, by the model they name.
+    pub fn training_configs(&self) -> Result<BTreeMap<String, PathBuf>, InputError> {
+        let dir = self.path("Planner/simulations/configs");
+        let entries = std::fs::read_dir(&dir).map_err(|e| InputError::Io {
+            path: dir.display().to_string(),
+            message: e.to_string(),
+        })?;
+        let mut out = BTreeMap::new();
+        let mut paths: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
+        paths.sort();
+        for p in paths {
+            let is_config = p
+                .file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("training_config") && n.ends_with(".json"));
+            if !is_config {
+                continue;
+            }
+            let text = std::fs::read_to_string(&p).map_err(|e| InputError::Io {
+                path: p.display().to_string(),
+                message: e.to_string(),
+            })?;
+            let doc: Value =
+                crate::error::parse_json(&text, "training config").map_err(|e| e.in_file(&p))?;
+            if let Some(m) = doc.get("model").and_then(Value::as_str) {
+                out.insert(m.to_string(), p);
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// What selects one instance from the checkout's profiles.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Selection {
+    /// GPU type as Sailor names it (`GH-96`, `A100-40`, ...).
+    pub gpu_type: String,
+    /// Nodes of that GPU type.
+    pub nodes: u32,
+    /// Samples per micro-batch of one data-parallel replica (a profiled size).
+    pub micro_batch: u32,
+}
+
+/// Imports the training config `config` (JSON text) with the checkout `files`.
+pub fn import(
+    config: &str,
+    files: &Files,
+    sel: &Selection,
+    name: Option<&str>,
+) -> Result<Instance, InputError> {
+    let cfg: Value = crate::error::parse_json(config, "Sailor training config")?;
+    let model = str_field(&cfg, "model")?;
+    let layers_n = uint_field(&cfg, "num_all_layers")? as usize;
+    let global_batch = uint_field(&cfg, "global_batch_size")?;
+    let optimizer = cfg
+        .get("optimizer")
+        .and_then(Value::as_str)
+        .unwrap_or("Adam");
+    if sel.nodes == 0 {
+        return Err(InputError::field("import.nodes", "must be at least 1"));
+    }
+    if sel.micro_batch == 0 {
+        return Err(InputError::field(
+            "import.batch",
+            "must be at least 1 sample",
+        ));
+    }
+
+    let profiles = files.read("Planner/simulations/profiles_tmp.json")?;
+    let llm = files.read("Planner/llm_info.json")?;
+    let cluster_cfg = files.read("Planner/simulations/configs/basic_cluster_config.json")?;
+    let intra_bw = files.read("providers/intra_node_bandwidths.json")?;
+    let inter_bw = files.read("providers/multizone_bandwidths_het.json")?;
+
+    let by_gpu = profiles.get(&model).ok_or_else(|| {
+        InputError::field(
+            format!("profiles_tmp.json.{model}"),
+            format!(
+                "no profile of model {model:?}; profiled: {}",
+                keys(&profiles)
+            ),
+        )
+    })?;
+    let gpu = &sel.gpu_type;
+    let by_mbs = by_gpu.get(gpu).ok_or_else(|| {
+        InputError::field(
+            format!("profiles_tmp.json.{model}.{gpu}"),
+            format!(
+                "{model} is not profiled on {gpu}; GPU types: {}",
+                keys(by_gpu)
+            ),
+        )
+    })?;
+    let mbs = sel.micro_batch.to_string();
+    let by_tp = by_mbs.get(&mbs).ok_or_else(|| {
+        InputError::field(
+            format!("profiles_tmp.json.{model}.{gpu}.{mbs}"),
+            format!(
+                "{model} on {gpu} is not profiled at micro-batch {mbs}; profiled sizes: {}",
+                keys(by_mbs)
+            ),
+        )
+    })?;
+    let sizes = llm.get(&model).ok_or_else(|| {
+        InputError::field(
+            format!("llm_info.json.{model}"),
+            format!("no sizes of model {model:?}; models: {}", keys(&llm)),
+        )
+    })?;
+
+    // Degrees both timed at this micro-batch and sized, ascending.
+    let mut degrees: Vec<u32> = by_tp
+        .as_object()
+        .map(|o| o.keys().filter_map(|k| k.parse().ok()).collect())
+        .unwrap_or_default();
+    degrees.sort_unstable();
+    let skipped: Vec<u32> = degrees
+        .iter()
+        .copied()
+        .filter(|d| sizes.get(d.to_string()).is_none())
+        .collect();
+    degrees.retain(|d| !skipped.contains(d));
+    let Some(&base) = degrees.first() else {
+        return Err(InputError::field(
+            format!("profiles_tmp.json.{model}.{gpu}.{mbs}"),
+            "no tensor-parallel degree is both timed here and sized in llm_info.json",
+        ));
+    };
+    let b = sel.micro_batch as f64;
+    let read_layer = |d: u32, l: usize| -> Result<(f64, f64, f64, f64, f64), InputError> {
+        let times = by_tp
+            .get(d.to_string())
+            .and_then(|t| t.get(l.to_string()))
+            .and_then(Value::as_array)
+            .ok_or_else(|| {
+                InputError::field(
+                    format!("profiles_tmp.json.{model}.{gpu}.{mbs}.{d}.{l}"),
+                    format!("missing: [forward, backward, update] of layer {l}"),
+                )
+            })?;
+        let t = |i: usize, what: &str| -> Result<f64, InputError> {
+            let v = times.get(i).and_then(Value::as_f64).ok_or_else(|| {
+                InputError::field(
+                    format!("profiles_tmp.json.{model}.{gpu}.{mbs}.{d}.{l}[{i}]"),
+                    format!("missing {what} time (seconds)"),
+                )
+            })?;
+            super::non_negative(
+                || format!("profiles_tmp.json.{model}.{gpu}.{mbs}.{d}.{l}[{i}]"),
+                what,
+                v,
+            )
+        };
+        let size = |key: &str| -> Result<f64, InputError> {
+            let field = || format!("llm_info.json.{model}.{d}.{l}.{key}");
+            let v = sizes
+                .get(d.to_string())
+                .and_then(|s| s.get(l.to_string()))
+                .and_then(|s| s.get(key))
+                .and_then(Value::as_f64)
+                .ok_or_else(|| InputError::field(field(), "missing"))?;
+            super::non_negative(field, key, v)
+        };
+        Ok((
+            t(0, "forward")? * 1e3,
+            t(1, "backward")? * 1e3,
+            size("params_floats")? * FP16,
+            size("act_output_floats")? * FP16 * b,
+            size("act_mem_floats")? * ACT_MEM_UNIT * b,
+        ))
+    };
+
+    let mut layers = Vec::with_capacity(layers_n);
+    for l in 0..layers_n {
+        // One GPU's numbers: measured at degree 1, or the smallest degree's times its degree.
+        let (f, bw, w, out, saved) = read_layer(base, l)?;
+        let k = base as f64;
+        let name = match l {
+            0 => "embedding".to_string(),
+            _ if l + 1 == layers_n => "head".to_string(),
+            _ => format!("layer{l}"),
+        };
+        let kind = match l {
+            0 => "embedding",
+            _ if l + 1 == layers_n => "head",
+            _ => "transformer",
+        };
+        let mut layer = Layer::new(name, f * k, bw * k, w * k, out);
+        layer.kind = Some(kind.to_string());
+        layer.saved = Some(saved * k);
+        for &d in degrees.iter().filter(|&&d| d > 1) {
+            let (f, bw, w, _, saved) = read_layer(d, l)?;
+            layer.tensor_parallel.push(TensorParallel {
+                degree: d,
+                forward: f,
+                backward: bw,
+                weights: w,
+                saved,
+            });
+        }
+        layers.push(layer);
+    }
+    let input = sizes
+        .get(base.to_string())
+        .and_then(|s| s.get("0"))
+        .and_then(|s| s.get("act_input_bytes"))
+        .and_then(Value::as_f64)
+        .unwrap_or(0.0)
+        * b;
+
+    let per_gpu = cluster_cfg.get(gpu).ok_or_else(|| {
+        InputError::field(
+            format!("basic_cluster_config.json.{gpu}"),
+            "missing: gpus_per_node and mem_per_gpu of this GPU type",
+        )
+    })?;
+    let gpus_per_node = uint_field(per_gpu, "gpus_per_node")
+        .map_err(|e| prefix(e, &format!("basic_cluster_config.json.{gpu}")))?;
+    let memory = per_gpu
+        .get("mem_per_gpu")
+        .and_then(Value::as_f64)
+        .filter(|m| *m > 0.0)
+        .ok_or_else(|| {
+            InputError::field(
+                format!("basic_cluster_config.json.{gpu}.mem_per_gpu"),
+                "missing or not a positive number of bytes",
+            )
+        })?;
+    let zone = cluster_cfg
+        .get("zone")
+        .and_then(Value::as_str)
+        .unwrap_or("us-central1-a");
+    let inter = inter_bw
+        .get(zone)
+        .and_then(|z| z.get(gpu))
+        .and_then(|g| g.get("1"))
+        .and_then(|g| g.get(zone))
+        .and_then(|z| z.get(gpu))
+        .and_then(|g| g.get("1"))
+        .and_then(saturation)
+        .ok_or_else(|| {
+            InputError::field(
+                format!("multizone_bandwidths_het.json.{zone}.{gpu}.1.{zone}.{gpu}.1"),
+                "missing: [[coefficients], saturation bytes/s] between two GPUs of two nodes",
+            )
+        })?;
+    let intra = intra_bw
+        .get(gpu)
+        .and_then(|g| g.get(gpus_per_node.to_string()))
+        .and_then(saturation)
+        .unwrap_or(inter);
+
+    let name = name.map_or_else(
+        || format!("sailor-{model}-{gpu}-{}n-mbs{}", sel.nodes, sel.micro_batch),
+        str::to_string,
+    );
+    let (state_factor, optimizer_note) = if optimizer.eq_ignore_ascii_case("sgd") {
+        (4.0, "SGD: fp32 master weights and gradients, 8 bytes per parameter beyond the fp16 weight and gradient")
+    } else {
+        (8.0, "Adam: fp32 master weights, two fp32 moments and fp32 gradient accumulation, 16 bytes per parameter beyond the fp16 weight and gradient")
+    };
+    let mut training = Training {
+        micro_batch: Some(sel.micro_batch),
+        micro_batches: Some((global_batch / sel.micro_batch).max(1)),
+        schedule: ScheduleKind::OneFOneB,
+        weight_versions: 1,
+        optimizer_state_factor: state_factor,
+        precision: Some(Precision::Mixed),
+    };
+    if global_batch % sel.micro_batch != 0 {
+        training.micro_batches = Some(global_batch.div_ceil(sel.micro_batch));
+    }
+    let notes = [
+        format!("Imported by pipeplan from Sailor's profiles of {model} on {gpu} at micro-batch {} (one data-parallel replica's).", sel.micro_batch),
+        format!("Times: profiles_tmp.json (seconds, forward and backward per layer) at tensor-parallel degree {base}{}; degrees {:?} carried as measurements.",
+            if base > 1 { ", times its degree for one GPU" } else { "" },
+            degrees.iter().filter(|&&d| d > 1).collect::<Vec<_>>()),
+        "Sizes: llm_info.json; weights = params_floats x 2 bytes (fp16), output = act_output_floats x 2 bytes per sample, saved = act_mem_floats x 4 bytes per sample (the profiler's allocation).".to_string(),
+        format!("Optimizer {optimizer_note} (optimizer_state_factor {state_factor})."),
+        format!("Cluster: {} nodes of {gpus_per_node} {gpu} (basic_cluster_config.json); bandwidths are the saturation values of Sailor's fitted curves (intra-node {:.1} GB/s, inter-node {:.1} GB/s per GPU).", sel.nodes, intra / 1e9, inter / 1e9),
+        format!("Batch: global batch {global_batch} (training config) in micro-batches of {}.", sel.micro_batch),
+    ];
+    let mut source = notes.join(" ");
+    if !skipped.is_empty() {
+        source.push_str(&format!(
+            " Degrees {skipped:?} are timed but not sized in llm_info.json and are left out."
+        ));
+    }
+    let inst = Instance {
+        format: FORMAT.to_string(),
+        name: name.clone(),
+        source,
+        model: Model {
+            name: model,
+            batch: sel.micro_batch,
+            input,
+            layers,
+        },
+        cluster: Cluster {
+            gpus: sel.nodes * gpus_per_node,
+            gpus_per_node: Some(gpus_per_node),
+            memory,
+            bandwidth: Bandwidth {
+                intra_node: intra,
+                inter_node: Some(inter),
+            },
+            pcie: None,
+        },
+        training,
+        extensions: BTreeMap::new(),
+        calibration: None,
+    };
+    inst.validate()?;
+    Ok(inst)
+}
+
+/// Imports the training config file `path`; the checkout is `root` or the one above the file.
+pub fn import_file(
+    path: &Path,
+    root: Option<&Path>,
+    sel: &Selection,
+    name: Option<&str>,
+) -> Result<Instance, InputError> {
+    let files = match root {
+        Some(r) => Files::new(r),
+        None => Files::above(path).ok_or_else(|| {
+            InputError::field(
+                "import.data_root",
+                format!(
+                    "no Sailor checkout above {} (a folder with Planner/llm_info.json); \
+                     give it with --data-root",
+                    path.display()
+                ),
+            )
+        })?,
+    };
+    let text = std::fs::read_to_string(path).map_err(|e| InputError::Io {
+        path: path.display().to_string(),
+        message: e.to_string(),
+    })?;
+    import(&text, &files, sel, name).map_err(|e| e.in_file(path))
+}
+
+/// The saturation bandwidth (bytes/s) of a fitted curve `[[coefficients], saturation]`.
+fn saturation(v: &Value) -> Option<f64> {
+    v.get(1).and_then(Value::as_f64).filter(|b| *b > 0.0)
+}
+
+fn keys(v: &Value) -> String {
+    v.as_object()
+        .map(|o| o.keys().cloned().collect::<Vec<_>>().join(", "))
+        .unwrap_or_default()
+}
+
+fn str_field(v: &Value, key: &str) -> Result<String, InputError> {
+    v.get(key)
+        .and_then(Value::as_str)
+        .map(str::to_string)
+        .ok_or_else(|| InputError::field(key, "missing or not a string"))
+}
+
+fn uint_field(v: &Value, key: &str) -> Result<u32, InputError> {
+    v.get(key)
+        .and_then(Value::as_u64)
+        .filter(|&n| n > 0 && n <= u32::MAX as u64)
+        .map(|n| n as u32)
+        .ok_or_else(|| InputError::field(key, "missing or not a positive integer"))
+}
+
+fn prefix(e: InputError, p: &str) -> InputError {
+    match e {
+        InputError::Field { field, message } => InputError::field(format!("{p}.{field}"), message),
+        other => other,
+    }
+}

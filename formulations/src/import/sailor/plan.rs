@@ -1,0 +1,342 @@
+//! A Sailor plan file (`plan_config_*.json`) as a pipeplan plan, with what was measured when it
+//! ran.
+//!
+//! Fields read (`docs/sailor.md`): `pipeline_list[0]` with `num_stages`, `layers_per_stage`
+//! (layer indices per stage), `tmp_per_stage` (per stage, per data-parallel replica
+//! `[[[gpu_type, gpus_per_node, zone]], tensor_parallel_degree]`) and `dp`; `mbs` (samples per
+//! micro-batch of one replica), `gbs` (global batch); measured, when present: `real` (iteration
+//! time, s) and `max_mem` (peak memory of the busiest GPU, bytes); `N` (nodes).
+
+use crate::error::InputError;
+use crate::instance::Instance;
+use crate::plan::{Plan, Schedule, Stage};
+use serde_json::Value;
+use std::collections::BTreeSet;
+
+/// One stage of a Sailor plan.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SailorStage {
+    /// Layer indices, as listed.
+    pub layers: Vec<usize>,
+    /// Data-parallel degree.
+    pub dp: u32,
+    /// Tensor-parallel degree of every replica.
+    pub tp: u32,
+    /// GPU type of every replica.
+    pub gpu_type: String,
+}
+
+/// A Sailor plan file: the plan and, for a run, its measurements.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SailorPlan {
+    /// Stages in pipeline order.
+    pub stages: Vec<SailorStage>,
+    /// Samples per micro-batch of one replica.
+    pub micro_batch: u32,
+    /// Samples per iteration.
+    pub global_batch: u32,
+    /// Measured iteration time (ms), when the plan was run.
+    pub measured_iteration_ms: Option<f64>,
+    /// Measured peak memory of the busiest GPU (bytes), when the plan was run.
+    pub measured_peak_memory: Option<f64>,
+    /// Nodes the run used (`N`), when given.
+    pub nodes: Option<u32>,
+    /// GPU types, each listed once, in order of appearance.
+    pub gpu_types: Vec<String>,
+}
+
+fn field(f: impl Into<String>, m: impl Into<String>) -> InputError {
+    InputError::field(f, m)
+}
+
+impl SailorPlan {
+    /// Reads a plan file's text. Several GPU types in one plan (a heterogeneous run) are read;
+    /// [`SailorPlan::to_plan`] refuses them.
+    pub fn from_json(text: &str) -> Result<SailorPlan, InputError> {
+        let doc: Value = crate::error::parse_json(text, "Sailor plan")?;
+        let pipes = doc
+            .get("pipeline_list")
+            .and_then(Value::as_array)
+            .ok_or_else(|| field("pipeline_list", "missing: a list with one pipeline"))?;
+        let pipe = match pipes.as_slice() {
+            [p] => p,
+            [] => return Err(field("pipeline_list", "empty: one pipeline expected")),
+            many => {
+                return Err(field(
+                    "pipeline_list",
+                    format!(
+                        "{} pipelines; plans of several different pipelines are not supported",
+                        many.len()
+                    ),
+                ))
+            }
+        };
+        let at = |k: &str| format!("pipeline_list[0].{k}");
+        let layers = pipe
+            .get("layers_per_stage")
+            .and_then(Value::as_array)
+            .ok_or_else(|| field(at("layers_per_stage"), "missing: layer indices per stage"))?;
+        let tmp = pipe
+            .get("tmp_per_stage")
+            .and_then(Value::as_array)
+            .ok_or_else(|| field(at("tmp_per_stage"), "missing"))?;
+        let dps = pipe
+            .get("dp")
+            .and_then(Value::as_array)
+            .ok_or_else(|| field(at("dp"), "missing: data-parallel degree per stage"))?;
+        let n = layers.len();
+        if let Some(k) = pipe.get("num_stages").and_then(Value::as_u64) {
+            if k as usize != n {
+                return Err(field(
+                    at("num_stages"),
+                    format!("{k}, but layers_per_stage lists {n} stages"),
+                ));
+            }
+        }
+        if n == 0 {
+            return Err(field(at("layers_per_stage"), "no stage"));
+        }
+        if tmp.len() != n || dps.len() != n {
+            return Err(field(
+                at("tmp_per_stage"),
+                format!(
+                    "{} entries and dp {} for {n} stages; one per stage expected",
+                    tmp.len(),
+                    dps.len()
+                ),
+            ));
+        }
+        let mut gpu_types: Vec<String> = Vec::new();
+        let mut stages = Vec::with_capacity(n);
+        for s in 0..n {
+            let ls: Vec<usize> = layers[s]
+                .as_array()
+                .and_then(|a| a.iter().map(|v| v.as_u64().map(|x| x as usize)).collect())
+                .ok_or_else(|| {
+                    field(
+                        format!("{}[{s}]", at("layers_per_stage")),
+                        "not a list of layer indices",
+                    )
+                })?;
+            if ls.is_empty() {
+                return Err(field(
+                    format!("{}[{s}]", at("layers_per_stage")),
+                    "empty stage",
+                ));
+            }
+            let dp = dps[s]
+                .as_u64()
+                .filter(|&d| d >= 1 && d <= u32::MAX as u64)
+                .ok_or_else(|| field(format!("{}[{s}]", at("dp")), "not a positive integer"))?
+                as u32;
+            let replicas = tmp[s].as_array().ok_or_else(|| {
+                field(
+                    format!("{}[{s}]", at("tmp_per_stage")),
+                    "not a list of replicas",
+                )
+            })?;
+            if replicas.len() != dp as usize {
+                return Err(field(
+                    format!("{}[{s}]", at("tmp_per_stage")),
+                    format!("{} replicas but dp[{s}] = {dp}", replicas.len()),
+                ));
+            }
+            let mut tps = BTreeSet::new();
+            let mut types = BTreeSet::new();
+            for (r, rep) in replicas.iter().enumerate() {
+                let f = || format!("{}[{s}][{r}]", at("tmp_per_stage"));
+                let vms = rep.get(0).and_then(Value::as_array).ok_or_else(|| {
+                    field(f(), "expected [[[gpu_type, gpus_per_node, zone]], tp]")
+                })?;
+                let tp = rep
+                    .get(1)
+                    .and_then(Value::as_u64)
+                    .filter(|&t| t >= 1 && t <= u32::MAX as u64)
+                    .ok_or_else(|| {
+                        field(f(), "tensor-parallel degree is not a positive integer")
+                    })?;
+                tps.insert(tp as u32);
+                for vm in vms {
+                    let ty = vm
+                        .get(0)
+                        .and_then(Value::as_str)
+                        .ok_or_else(|| field(f(), "a machine without a GPU type string"))?;
+                    types.insert(ty.to_string());
+                    if !gpu_types.iter().any(|t| t == ty) {
+                        gpu_types.push(ty.to_string());
+                    }
+                }
+            }
+            if tps.len() > 1 {
+                return Err(field(
+                    format!("{}[{s}]", at("tmp_per_stage")),
+                    format!(
+                        "replicas of one stage at different tensor-parallel degrees {tps:?}; \
+                         not supported"
+                    ),
+                ));
+            }
+            stages.push(SailorStage {
+                layers: ls,
+                dp,
+                tp: *tps.first().expect("dp >= 1 replica"),
+                gpu_type: types.into_iter().next().unwrap_or_default(),
+            });
+        }
+        let uint = |k: &str| -> Result<u32, InputError> {
+            doc.get(k)
+                .and_then(Value::as_u64)
+                .filter(|&v| v >= 1 && v <= u32::MAX as u64)
+                .map(|v| v as u32)
+                .ok_or_else(|| field(k, "missing or not a positive integer"))
+        };
+        let positive = |k: &str| -> Result<Option<f64>, InputError> {
+            match doc.get(k) {
+                None | Some(Value::Null) => Ok(None),
+                Some(v) => match v.as_f64() {
+                    Some(x) if x.is_finite() && x > 0.0 => Ok(Some(x)),
+                    _ => Err(field(
+                        k,
+                        format!("measured value {v} is not a positive number"),
+                    )),
+                },
+            }
+        };
+        Ok(SailorPlan {
+            stages,
+            micro_batch: uint("mbs")?,
+            global_batch: uint("gbs")?,
+            measured_iteration_ms: positive("real")?.map(|s| s * 1e3),
+            measured_peak_memory: positive("max_mem")?,
+            nodes: doc.get("N").and_then(Value::as_u64).map(|v| v as u32),
+            gpu_types,
+        })
+    }
+
+    /// Checks that the stages list every layer of an `n`-layer model once, in order.
+    pub fn check_layers(&self, n: usize) -> Result<(), InputError> {
+        let f = "pipeline_list[0].layers_per_stage";
+        let mut seen: Vec<Vec<usize>> = vec![Vec::new(); n];
+        let mut beyond = BTreeSet::new();
+        for (s, st) in self.stages.iter().enumerate() {
+            for &l in &st.layers {
+                match seen.get_mut(l) {
+                    Some(v) => v.push(s),
+                    None => {
+                        beyond.insert(l);
+                    }
+                }
+            }
+        }
+        let twice: Vec<String> = seen
+            .iter()
+            .enumerate()
+            .filter(|(_, v)| v.len() > 1)
+            .map(|(l, v)| format!("layer {l} is listed {} times (stages {v:?})", v.len()))
+            .collect();
+        let missing: Vec<usize> = (0..n).filter(|&l| seen[l].is_empty()).collect();
+        let mut problems = twice;
+        if !missing.is_empty() {
+            problems.push(format!("{} missing: {missing:?}", plural(&missing)));
+        }
+        if !beyond.is_empty() {
+            problems.push(format!(
+                "{beyond:?} beyond the model's {n} layers (0..{})",
+                n.saturating_sub(1)
+            ));
+        }
+        if !problems.is_empty() {
+            return Err(field(
+                f,
+                format!(
+                    "the stages must list each of the model's {n} layers once: {}",
+                    problems.join("; ")
+                ),
+            ));
+        }
+        for (s, st) in self.stages.iter().enumerate() {
+            if st.layers.windows(2).any(|w| w[1] != w[0] + 1) {
+                return Err(field(
+                    format!("{f}[{s}]"),
+                    format!("layers {:?} are not consecutive", st.layers),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The plan on `inst`: stage `s` on the next `dp x tp` GPUs (each replica's tensor-parallel
+    /// group on consecutive GPUs, as Megatron places them), synchronous 1F1B with micro-batches
+    /// of `mbs x dp` samples (pipeplan's micro-batch spans the replicas) and `gbs / (mbs x dp)`
+    /// of them.
+    pub fn to_plan(&self, inst: &Instance) -> Result<Plan, InputError> {
+        if self.gpu_types.len() > 1 {
+            return Err(field(
+                "pipeline_list[0].tmp_per_stage",
+                format!(
+                    "stages on different GPU types ({}): heterogeneous plans are not supported yet",
+                    self.gpu_types.join(", ")
+                ),
+            ));
+        }
+        self.check_layers(inst.model.layers.len())?;
+        let dp = self.stages[0].dp;
+        if let Some((s, st)) = self.stages.iter().enumerate().find(|(_, st)| st.dp != dp) {
+            return Err(field(
+                format!("pipeline_list[0].dp[{s}]"),
+                format!(
+                    "{} differs from stage 0's {dp}: stages of different data-parallel degrees \
+                     are not supported",
+                    st.dp
+                ),
+            ));
+        }
+        let per_step = self.micro_batch as u64 * dp as u64;
+        if self.global_batch as u64 % per_step != 0 {
+            return Err(field(
+                "gbs",
+                format!(
+                    "{} is not a multiple of mbs x dp = {per_step}",
+                    self.global_batch
+                ),
+            ));
+        }
+        let mut next = 0u32;
+        let mut stages = Vec::with_capacity(self.stages.len());
+        for st in &self.stages {
+            let width = st.dp * st.tp;
+            let gpus: Vec<u32> = (next..next + width).collect();
+            next += width;
+            stages.push(Stage {
+                dp: st.dp,
+                tp: st.tp,
+                gpus,
+                ..Stage::single(st.layers[0], *st.layers.last().expect("non-empty"), 0)
+            });
+        }
+        if next > inst.cluster.gpus {
+            return Err(field(
+                "pipeline_list[0].tmp_per_stage",
+                format!(
+                    "the plan uses {next} GPUs but the instance has {}",
+                    inst.cluster.gpus
+                ),
+            ));
+        }
+        Ok(Plan {
+            stages,
+            schedule: Schedule::OneFOneB {
+                micro_batches: Some((self.global_batch as u64 / per_step) as u32),
+                micro_batch: Some(per_step as u32),
+            },
+        })
+    }
+}
+
+fn plural(v: &[usize]) -> &'static str {
+    if v.len() == 1 {
+        "layer"
+    } else {
+        "layers"
+    }
+}

@@ -1,0 +1,227 @@
+//! Sailor's measured runs under folders: each plan file with its instance, ready to be judged.
+//!
+//! A run's model is named by a folder on its path (`.../GPT-NEO/N8/plan_config_N8_D2.json` is
+//! a run of the `GPT-Neo-2.7` training config: a folder name, letters and digits only, that
+//! starts the model's name), unless the caller names it. The checkout is the nearest folder
+//! above the run with `Planner/llm_info.json`, unless the caller gives one.
+
+use super::plan::SailorPlan;
+use super::{Files, Selection};
+use crate::error::InputError;
+use crate::evaluate::accuracy::Measured;
+use std::path::{Path, PathBuf};
+
+/// How runs are read.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RunOptions {
+    /// The Sailor checkout (`sailor/` folder); default: found above each run.
+    pub root: Option<PathBuf>,
+    /// The model of every run (a training config's `model`); default: from the run's path.
+    pub model: Option<String>,
+}
+
+/// What became of one plan file.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    /// Ready to be judged.
+    Ready(Box<Measured>),
+    /// A valid run pipeplan cannot judge yet, with the reason.
+    Unsupported(String),
+    /// A file that is not a valid run, with the reason (file and field).
+    Invalid(String),
+}
+
+/// One plan file found under a folder.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Run {
+    /// Path relative to the folder it was found under.
+    pub name: String,
+    /// The data set: the run's folder without its trailing `N<nodes>` folder.
+    pub dataset: String,
+    /// The file.
+    pub path: PathBuf,
+    /// Ready, unsupported or invalid.
+    pub outcome: Outcome,
+}
+
+/// Every `plan_config*.json` under `dirs` (a file given directly counts too), prepared, in path
+/// order. A folder that cannot be read is an error.
+pub fn collect(dirs: &[PathBuf], opts: &RunOptions) -> Result<Vec<Run>, InputError> {
+    let mut runs = Vec::new();
+    for dir in dirs {
+        let mut files = Vec::new();
+        if dir.is_file() {
+            files.push(dir.clone());
+        } else {
+            walk(dir, &mut files)?;
+        }
+        files.sort();
+        let base = if dir.is_file() {
+            dir.parent().unwrap_or(Path::new("")).to_path_buf()
+        } else {
+            dir.clone()
+        };
+        for f in files {
+            runs.push(prepare(&f, &base, opts));
+        }
+    }
+    Ok(runs)
+}
+
+fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), InputError> {
+    let entries = std::fs::read_dir(dir).map_err(|e| InputError::Io {
+        path: dir.display().to_string(),
+        message: e.to_string(),
+    })?;
+    for e in entries.flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            walk(&p, out)?;
+        } else if p
+            .file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| n.starts_with("plan_config") && n.ends_with(".json"))
+        {
+            out.push(p);
+        }
+    }
+    Ok(())
+}
+
+/// Reads and prepares one run found under `base`.
+pub fn prepare(path: &Path, base: &Path, opts: &RunOptions) -> Run {
+    let rel = path.strip_prefix(base).unwrap_or(path);
+    let name = rel.display().to_string();
+    let parent = rel.parent().map(Path::to_path_buf).unwrap_or_default();
+    let is_nodes =
+        |s: &str| s.len() > 1 && s.starts_with('N') && s[1..].bytes().all(|b| b.is_ascii_digit());
+    let dataset_path = match parent.file_name().and_then(|n| n.to_str()) {
+        Some(last) if is_nodes(last) => parent.parent().map(Path::to_path_buf).unwrap_or_default(),
+        _ => parent,
+    };
+    let dataset = match dataset_path.display().to_string() {
+        s if s.is_empty() => ".".to_string(),
+        s => s,
+    };
+    let outcome = match outcome(path, &name, &dataset, opts) {
+        Ok(o) => o,
+        Err(e) => Outcome::Invalid(e.to_string()),
+    };
+    Run {
+        name,
+        dataset,
+        path: path.to_path_buf(),
+        outcome,
+    }
+}
+
+fn outcome(
+    path: &Path,
+    name: &str,
+    dataset: &str,
+    opts: &RunOptions,
+) -> Result<Outcome, InputError> {
+    let text = std::fs::read_to_string(path).map_err(|e| InputError::Io {
+        path: path.display().to_string(),
+        message: e.to_string(),
+    })?;
+    let sp = SailorPlan::from_json(&text)?;
+    if sp.gpu_types.len() > 1 {
+        return Ok(Outcome::Unsupported(format!(
+            "heterogeneous run ({}): stages on different GPU types are not supported yet",
+            sp.gpu_types.join(", ")
+        )));
+    }
+    let (Some(iteration_ms), Some(peak_memory)) =
+        (sp.measured_iteration_ms, sp.measured_peak_memory)
+    else {
+        return Err(InputError::field(
+            "real",
+            "a measured run needs `real` (iteration time, s) and `max_mem` (bytes)",
+        ));
+    };
+    let files = match &opts.root {
+        Some(r) => Files::new(r),
+        None => Files::above(path).ok_or_else(|| {
+            InputError::field(
+                "",
+                "no Sailor checkout (a folder with Planner/llm_info.json) above this run; give \
+                 one with --sailor-root",
+            )
+        })?,
+    };
+    let configs = files.training_configs()?;
+    let model = match &opts.model {
+        Some(m) => m.clone(),
+        None => model_from_path(path, configs.keys())?,
+    };
+    let config = configs.get(&model).ok_or_else(|| {
+        InputError::field(
+            "",
+            format!(
+                "no training config of model {model:?} in {}; models: {}",
+                files.root.display(),
+                configs.keys().cloned().collect::<Vec<_>>().join(", ")
+            ),
+        )
+    })?;
+    let gpu_type = sp.gpu_types.first().cloned().unwrap_or_default();
+    let used: u32 = sp.stages.iter().map(|s| s.dp * s.tp).sum();
+    // Nodes: the run's `N`, else enough for its GPUs (the instance's GPUs per node decide).
+    let probe = Selection {
+        gpu_type: gpu_type.clone(),
+        nodes: 1,
+        micro_batch: sp.micro_batch,
+    };
+    let nodes = match sp.nodes {
+        Some(n) if n > 0 => n,
+        _ => {
+            let one = super::import_file(config, Some(&files.root), &probe, None)?;
+            used.div_ceil(one.cluster.gpus.max(1))
+        }
+    };
+    let sel = Selection { nodes, ..probe };
+    let instance = super::import_file(config, Some(&files.root), &sel, None)?;
+    let plan = sp.to_plan(&instance)?;
+    Ok(Outcome::Ready(Box::new(Measured {
+        name: name.to_string(),
+        dataset: dataset.to_string(),
+        instance,
+        plan,
+        iteration_ms,
+        peak_memory,
+    })))
+}
+
+/// The model a folder on `path` names (see the module docs).
+fn model_from_path<'a>(
+    path: &Path,
+    models: impl Iterator<Item = &'a String> + Clone,
+) -> Result<String, InputError> {
+    let norm = |s: &str| -> String {
+        s.chars()
+            .filter(char::is_ascii_alphanumeric)
+            .map(|c| c.to_ascii_lowercase())
+            .collect()
+    };
+    for dir in path.ancestors().skip(1) {
+        let Some(d) = dir.file_name().and_then(|n| n.to_str()) else {
+            continue;
+        };
+        let d = norm(d);
+        if d.is_empty() {
+            continue;
+        }
+        let hits: Vec<&String> = models.clone().filter(|m| norm(m).starts_with(&d)).collect();
+        if let [m] = hits.as_slice() {
+            return Ok((*m).clone());
+        }
+    }
+    Err(InputError::field(
+        "",
+        format!(
+            "no folder on the path names a model ({}); give it with --model",
+            models.cloned().collect::<Vec<_>>().join(", ")
+        ),
+    ))
+}

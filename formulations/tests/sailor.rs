@@ -1,0 +1,310 @@
+//! Sailor's profiles and plan files (peers folder `sailor/`), tensor-parallel measurements and
+//! the calibration constants in the evaluator.
+
+use pipeplan_formulations::calibration::Calibration;
+use pipeplan_formulations::evaluate::evaluate;
+use pipeplan_formulations::import::sailor::plan::SailorPlan;
+use pipeplan_formulations::import::sailor::runs::{collect, Outcome, RunOptions};
+use pipeplan_formulations::import::sailor::{import_file, Selection};
+use pipeplan_formulations::instance::{Instance, Layer, TensorParallel};
+use pipeplan_formulations::peers;
+use pipeplan_formulations::plan::{Plan, Schedule, Stage};
+use pipeplan_formulations::testing::shipped;
+use std::path::PathBuf;
+
+fn sailor() -> Option<PathBuf> {
+    peers::subdir("sailor/sailor", "Sailor profiles and measured runs")
+}
+
+fn opt_config(root: &std::path::Path) -> PathBuf {
+    root.join("Planner/simulations/configs/training_config_opt_350.json")
+}
+
+fn select(gpu: &str, nodes: u32, mbs: u32) -> Selection {
+    Selection {
+        gpu_type: gpu.into(),
+        nodes,
+        micro_batch: mbs,
+    }
+}
+
+#[test]
+fn opt_on_gh200_imports_every_layer_with_its_tensor_parallel_measurements() {
+    let Some(root) = sailor() else { return };
+    let inst = import_file(&opt_config(&root), None, &select("GH-96", 4, 8), None).unwrap();
+    assert_eq!(inst.model.layers.len(), 26);
+    assert_eq!(inst.cluster.gpus, 16);
+    assert_eq!(inst.cluster.gpus_per_node, Some(4));
+    assert_eq!(inst.model.batch, 8);
+    // Degrees profiled at micro-batch 8 on GH-96 and sized in llm_info: 1 (the base), 2, 4.
+    let degrees: Vec<u32> = inst.model.layers[1]
+        .tensor_parallel
+        .iter()
+        .map(|t| t.degree)
+        .collect();
+    assert_eq!(degrees, vec![2, 4]);
+    // profiles_tmp.json OPT-350 / GH-96 / mbs 8 / tp 4, layer 1: [0.003021, 0.006469, ...] s.
+    let l1 = &inst.model.layers[1].tensor_parallel[1];
+    assert!((l1.forward - 3.021).abs() < 1e-9 && (l1.backward - 6.469).abs() < 1e-9);
+    // llm_info OPT-350 tp 4 layer 1: 3153664 params (fp16), act_mem_floats 27398144 x 4 B x 8.
+    assert_eq!(l1.weights, 3153664.0 * 2.0);
+    assert_eq!(l1.saved, 27398144.0 * 4.0 * 8.0);
+    let again = import_file(&opt_config(&root), None, &select("GH-96", 4, 8), None).unwrap();
+    assert_eq!(inst, again);
+    let back = Instance::from_json(&inst.to_json()).unwrap();
+    assert_eq!(back, inst);
+}
+
+#[test]
+fn missing_selections_are_named() {
+    let Some(root) = sailor() else { return };
+    let err = |sel: Selection| {
+        import_file(&opt_config(&root), None, &sel, None)
+            .unwrap_err()
+            .to_string()
+    };
+    let e = err(select("H100", 1, 8));
+    assert!(
+        e.contains("OPT-350 is not profiled on H100") && e.contains("GH-96"),
+        "{e}"
+    );
+    let e = err(select("GH-96", 1, 3));
+    assert!(e.contains("not profiled at micro-batch 3"), "{e}");
+    assert!(e.contains("training_config_opt_350.json"), "{e}");
+}
+
+#[test]
+fn measured_runs_are_judged_or_reported_with_the_reason() {
+    let Some(root) = sailor() else { return };
+    let runs = collect(
+        &[root.join("Planner/simulations/validation")],
+        &RunOptions::default(),
+    )
+    .unwrap();
+    let ready = runs
+        .iter()
+        .filter(|r| matches!(r.outcome, Outcome::Ready(_)))
+        .count();
+    let reason = |name: &str| match &runs
+        .iter()
+        .find(|r| r.name.ends_with(name))
+        .unwrap()
+        .outcome
+    {
+        Outcome::Invalid(r) | Outcome::Unsupported(r) => r.clone(),
+        Outcome::Ready(_) => String::new(),
+    };
+    // The README's defects: layer 29 twice and 19 missing; a 26-layer layout for a 34-layer model.
+    let dup = reason("GPT-NEO/N8/plan_config_N8_D2.json");
+    assert!(
+        dup.contains("layer 29 is listed 2 times") && dup.contains("[19]"),
+        "{dup}"
+    );
+    let short = reason("GPT-NEO/N4/plan_config_N4_D4.json");
+    assert!(
+        short.contains("34 layers") && short.contains("missing"),
+        "{short}"
+    );
+    assert!(reason("mit/N3/plan_config_N3_D1.json").contains("heterogeneous"));
+    // Every homogeneous, well-formed GH200 run is judged.
+    assert_eq!(
+        ready,
+        19,
+        "{:#?}",
+        runs.iter().map(|r| &r.name).collect::<Vec<_>>()
+    );
+    for r in &runs {
+        if let Outcome::Ready(m) = &r.outcome {
+            assert_eq!(m.dataset, r.dataset);
+            let p = m.predict(&Calibration::IDENTITY).unwrap();
+            assert!(p.iteration_ms > 0.0 && p.peak_memory > 0.0, "{}", r.name);
+        }
+    }
+}
+
+const PLAN: &str = r#"{
+  "pipeline_list": [{"num_stages": 2, "layers_per_stage": [[0, 1], [2, 3]],
+    "tmp_per_stage": [[[[["X", 4, "z"]], 2], [[["X", 4, "z"]], 2]], [[[["X", 4, "z"]], 2], [[["X", 4, "z"]], 2]]],
+    "dp": [2, 2]}],
+  "mbs": 2, "gbs": 16, "real": 1.5, "max_mem": 1000
+}"#;
+
+#[test]
+fn plan_files_become_plans_and_bad_ones_name_the_field() {
+    let sp = SailorPlan::from_json(PLAN).unwrap();
+    assert_eq!(sp.measured_iteration_ms, Some(1500.0));
+    let inst = four_layers(8);
+    let plan = sp.to_plan(&inst).unwrap();
+    assert_eq!(plan.stages[0].gpus, vec![0, 1, 2, 3]);
+    assert_eq!(plan.stages[1].gpus, vec![4, 5, 6, 7]);
+    assert_eq!((plan.stages[1].dp, plan.stages[1].tp), (2, 2));
+    assert_eq!(
+        plan.schedule,
+        Schedule::OneFOneB {
+            micro_batches: Some(4),
+            micro_batch: Some(4)
+        }
+    );
+    let bad = |from: &str, to: &str| {
+        SailorPlan::from_json(&PLAN.replace(from, to))
+            .and_then(|p| p.to_plan(&inst))
+            .unwrap_err()
+            .to_string()
+    };
+    let e = bad("\"real\": 1.5", "\"real\": -1");
+    assert!(
+        e.contains("real") && e.contains("not a positive number"),
+        "{e}"
+    );
+    let e = bad("[[0, 1], [2, 3]]", "[[0, 1], [1, 3]]");
+    assert!(
+        e.contains("layer 1 is listed 2 times") && e.contains("[2]"),
+        "{e}"
+    );
+    let e = bad("\"gbs\": 16", "\"gbs\": 18");
+    assert!(
+        e.contains("gbs") && e.contains("multiple of mbs x dp = 4"),
+        "{e}"
+    );
+    let e = bad("\"dp\": [2, 2]", "\"dp\": [2, 1]");
+    assert!(
+        e.contains("1 replicas but dp[1] = 1") || e.contains("2 replicas but dp[1] = 1"),
+        "{e}"
+    );
+    let e = SailorPlan::from_json(PLAN)
+        .unwrap()
+        .to_plan(&four_layers(4))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("uses 8 GPUs but the instance has 4"), "{e}");
+}
+
+/// Four equal layers on `gpus` GPUs (4 per node), each measured at degree 2.
+fn four_layers(gpus: u32) -> Instance {
+    let mut inst = shipped("bert-large-s512-b8-8gpu-8gib.json");
+    let mut layers = Vec::new();
+    for i in 0..4 {
+        let mut l = Layer::new(format!("l{i}"), 4.0, 8.0, 1e8, 1e6);
+        l.tensor_parallel.push(TensorParallel {
+            degree: 2,
+            forward: 3.0,
+            backward: 5.0,
+            weights: 6e7,
+            saved: 2e6,
+        });
+        layers.push(l);
+    }
+    inst.model.layers = layers;
+    inst.model.batch = 2;
+    inst.cluster.gpus = gpus;
+    inst.cluster.gpus_per_node = Some(4);
+    inst.training.micro_batch = Some(2);
+    inst.validate().unwrap();
+    inst
+}
+
+fn tp_stage(gpus: Vec<u32>, dp: u32, tp: u32) -> Plan {
+    Plan {
+        stages: vec![Stage {
+            dp,
+            tp,
+            gpus,
+            ..Stage::single(0, 3, 0)
+        }],
+        schedule: Schedule::OneFOneB {
+            micro_batches: Some(1),
+            micro_batch: None,
+        },
+    }
+}
+
+#[test]
+fn measured_degrees_replace_the_scaling_rule() {
+    let inst = four_layers(8);
+    // tp 2 is measured: 4 layers x (3 + 5) ms, no all-reduce added.
+    let ev = evaluate(&inst, &tp_stage(vec![0, 1], 1, 2)).unwrap();
+    assert!(
+        (ev.stage_time[0] - 32.0).abs() < 1e-9,
+        "{:?}",
+        ev.stage_time
+    );
+    // tp 4 is not: 4 layers x (4 + 8) ms / 4 plus the all-reduces of the scaling rule.
+    let ev4 = evaluate(&inst, &tp_stage(vec![0, 1, 2, 3], 1, 4)).unwrap();
+    assert!(
+        ev4.stage_time[0] > 12.0 && ev4.stage_time[0] < 14.0,
+        "{:?}",
+        ev4.stage_time
+    );
+    // A layer measured at other degrees than layer 0 is refused, naming it.
+    let mut bad = inst.clone();
+    bad.model.layers[2].tensor_parallel[0].degree = 4;
+    let e = bad.validate().unwrap_err().to_string();
+    assert!(e.contains("model.layers[2].tensor_parallel"), "{e}");
+}
+
+#[test]
+fn calibration_constants_act_where_documented() {
+    let inst = four_layers(8);
+    let plan = Plan {
+        stages: vec![
+            Stage {
+                dp: 1,
+                tp: 2,
+                gpus: vec![0, 1],
+                ..Stage::single(0, 1, 0)
+            },
+            Stage {
+                dp: 1,
+                tp: 2,
+                gpus: vec![4, 5],
+                ..Stage::single(2, 3, 0)
+            },
+        ],
+        schedule: Schedule::OneFOneB {
+            micro_batches: Some(4),
+            micro_batch: None,
+        },
+    };
+    let base = evaluate(&inst, &plan).unwrap();
+    let identity = evaluate(&inst.calibrated(&Calibration::IDENTITY), &plan).unwrap();
+    assert_eq!(base, identity);
+    let with = |c: Calibration| evaluate(&inst.calibrated(&c), &plan).unwrap();
+    let reserved = with(Calibration {
+        reserved_memory: 1e9,
+        ..Calibration::IDENTITY
+    });
+    for g in [0usize, 1, 4, 5] {
+        assert!((reserved.peak_memory[g] - base.peak_memory[g] - 1e9).abs() < 1.0);
+    }
+    assert_eq!(reserved.peak_memory[2], 0.0, "unused GPUs hold nothing");
+    let slower = with(Calibration {
+        compute_factor: 2.0,
+        ..Calibration::IDENTITY
+    });
+    assert!((slower.stage_time[0] - 2.0 * base.stage_time[0]).abs() < 1e-9);
+    // Blocking transfers join the stages' time; a slower link lengthens the iteration.
+    let blocking = with(Calibration {
+        p2p_overlap: 0.0,
+        ..Calibration::IDENTITY
+    });
+    assert!(blocking.stage_time[0] > base.stage_time[0]);
+    assert!(blocking.iteration_ms > base.iteration_ms);
+    let slow_link = with(Calibration {
+        link_efficiency: 0.01,
+        ..Calibration::IDENTITY
+    });
+    assert!(slow_link.iteration_ms > base.iteration_ms);
+    let more_acts = with(Calibration {
+        activation_factor: 3.0,
+        ..Calibration::IDENTITY
+    });
+    assert!(more_acts.max_memory > base.max_memory);
+    assert_eq!(
+        inst.calibrated(&Calibration {
+            reserved_memory: 1e9,
+            ..Calibration::IDENTITY
+        })
+        .usable_memory(),
+        inst.cluster.memory - 1e9
+    );
+}

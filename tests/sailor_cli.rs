@@ -1,0 +1,208 @@
+//! `import --from sailor`, `accuracy`, `calibrate` and `--calibration` on Sailor's measured runs
+//! (peers folder `sailor/`; each test prints SKIPPED without it).
+
+mod support;
+
+use pipeplan_formulations::peers;
+use serde_json::Value;
+use support::{pipeplan, shipped_str, stderr, stdout};
+
+fn sailor() -> Option<std::path::PathBuf> {
+    peers::subdir("sailor/sailor", "Sailor measured runs")
+}
+
+fn gh200_runs(root: &std::path::Path) -> String {
+    root.join("Planner/simulations/validation/clariden")
+        .display()
+        .to_string()
+}
+
+#[test]
+fn accuracy_judges_every_valid_run_and_names_the_rest() {
+    let Some(root) = sailor() else { return };
+    let all = root.join("Planner/simulations/validation");
+    let out = pipeplan(&["accuracy", &all.display().to_string(), "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let v: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let runs = v["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 19);
+    let not = v["not_judged"].as_array().unwrap();
+    let count = |status: &str| not.iter().filter(|n| n["status"] == status).count();
+    assert_eq!(count("invalid"), 4, "{not:#?}");
+    assert_eq!(count("unsupported"), 8, "{not:#?}");
+    for n in not {
+        assert!(!n["reason"].as_str().unwrap().is_empty());
+    }
+    for r in runs {
+        let e = r["time_error"].as_f64().unwrap();
+        let p = r["predicted_iteration_ms"].as_f64().unwrap();
+        let m = r["measured_iteration_ms"].as_f64().unwrap();
+        assert!(((p - m) / m - e).abs() < 1e-12);
+    }
+    let sets: Vec<&str> = v["summary"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["dataset"].as_str().unwrap())
+        .collect();
+    assert_eq!(sets, vec!["clariden/GPT-NEO", "clariden/OPT-350", "all"]);
+    // The table says the same and lists what it left out.
+    let out = pipeplan(&["accuracy", &all.display().to_string()]);
+    let text = stdout(&out);
+    assert!(
+        text.contains("not judged (left out of the summary)"),
+        "{text}"
+    );
+    assert!(text.contains("heterogeneous run"), "{text}");
+    assert!(text.contains("layer 29 is listed 2 times"), "{text}");
+    let csv = stdout(&pipeplan(&[
+        "accuracy",
+        &all.display().to_string(),
+        "--csv",
+    ]));
+    assert_eq!(csv.lines().count(), 1 + 19 + 12);
+}
+
+#[test]
+fn calibrate_then_accuracy_meets_the_cross_validated_goals() {
+    let Some(root) = sailor() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("cal.json");
+    let runs = gh200_runs(&root);
+    let out = pipeplan(&["calibrate", &runs, "-o", &file.display().to_string()]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stdout(&out).contains("leave-one-out"), "{}", stdout(&out));
+    let cal: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    assert_eq!(cal["format"], "pipeplan/calibration@1");
+    let cv = &cal["fit"]["summary"][2];
+    assert_eq!(cv["dataset"], "after, leave-one-out");
+    // Measured here: time median 4.8%, memory median 1.0% and worst 4.1% (BENCHMARKS.md).
+    assert!(cv["time_median"].as_f64().unwrap() <= 0.05, "{cv}");
+    assert!(cv["memory_median"].as_f64().unwrap() <= 0.05, "{cv}");
+    assert!(cv["memory_worst"].as_f64().unwrap() <= 0.15, "{cv}");
+    let before = &cal["fit"]["summary"][0];
+    assert!(before["memory_median"].as_f64().unwrap() > 0.15, "{before}");
+    // The same runs judged with the file: the in-sample errors of the fit.
+    let out = pipeplan(&[
+        "accuracy",
+        &runs,
+        "--calibration",
+        &file.display().to_string(),
+        "--json",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let v: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let all = v["summary"].as_array().unwrap().last().unwrap().clone();
+    let after = &cal["fit"]["summary"][1];
+    assert!(
+        (all["time_median"].as_f64().unwrap() - after["time_median"].as_f64().unwrap()).abs()
+            < 1e-12
+    );
+    // Deterministic, and the shipped calibration is this fit (regenerate it with
+    // `pipeplan calibrate <peers>/sailor/.../validation/clariden -o calibrations/clariden-gh200.json`).
+    let shipped = support::root().join("calibrations/clariden-gh200.json");
+    assert_eq!(
+        std::fs::read_to_string(&file).unwrap(),
+        std::fs::read_to_string(&shipped).unwrap(),
+        "calibrations/clariden-gh200.json is stale"
+    );
+}
+
+#[test]
+fn calibration_reaches_solve_and_evaluate_and_bad_files_are_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("cal.json");
+    std::fs::write(
+        &file,
+        r#"{"format": "pipeplan/calibration@1", "constants": {"reserved_memory": "2 GiB"}}"#,
+    )
+    .unwrap();
+    let inst = shipped_str("bert-large-s512-b8-8gpu-8gib.json");
+    let sol = dir.path().join("sol.json");
+    let out = pipeplan(&[
+        "solve",
+        &inst,
+        "--algo",
+        "balanced-time",
+        "-o",
+        &sol.display().to_string(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let eval = |extra: &[&str]| -> Value {
+        let mut args = vec!["evaluate", sol.to_str().unwrap(), &inst, "--json"];
+        args.extend_from_slice(extra);
+        let out = pipeplan(&args);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        serde_json::from_str(&stdout(&out)).unwrap()
+    };
+    let plain = eval(&[]);
+    let cal = eval(&["--calibration", file.to_str().unwrap()]);
+    let gib = 1024f64.powi(3);
+    let diff = cal["max_memory"].as_f64().unwrap() - plain["max_memory"].as_f64().unwrap();
+    assert!((diff - 2.0 * gib).abs() < 1.0, "{diff}");
+    // Algorithms plan against the memory left: with the whole GPU reserved, none fits.
+    std::fs::write(
+        &file,
+        r#"{"format": "pipeplan/calibration@1", "constants": {"reserved_memory": "8 GiB"}}"#,
+    )
+    .unwrap();
+    let out = pipeplan(&[
+        "solve",
+        &inst,
+        "--algo",
+        "exact-contiguous",
+        "--calibration",
+        file.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    std::fs::write(
+        &file,
+        r#"{"format": "pipeplan/calibration@1", "constants": {"p2p_overlap": 2}}"#,
+    )
+    .unwrap();
+    let out = pipeplan(&[
+        "evaluate",
+        sol.to_str().unwrap(),
+        &inst,
+        "--calibration",
+        file.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let e = stderr(&out);
+    assert!(
+        e.contains("cal.json") && e.contains("constants.p2p_overlap"),
+        "{e}"
+    );
+    let empty = tempfile::tempdir().unwrap();
+    let out = pipeplan(&["accuracy", empty.path().to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("no measured run"), "{}", stderr(&out));
+}
+
+#[test]
+fn import_from_sailor_needs_a_gpu_type_and_writes_a_valid_instance() {
+    let Some(root) = sailor() else { return };
+    let config = root
+        .join("Planner/simulations/configs/training_config_gpt_neo27.json")
+        .display()
+        .to_string();
+    let out = pipeplan(&["import", "--from", "sailor", &config]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("gpu_type"), "{}", stderr(&out));
+    let out = pipeplan(&[
+        "import",
+        "--from",
+        "sailor",
+        &config,
+        "--gpu-type",
+        "GH-96",
+        "--nodes",
+        "8",
+        "--batch",
+        "4",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let v: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(v["cluster"]["gpus"], 32);
+    assert_eq!(v["model"]["layers"].as_array().unwrap().len(), 34);
+}
