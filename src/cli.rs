@@ -46,6 +46,12 @@ pub enum Command {
     Accuracy(AccuracyArgs),
     /// Fit the evaluator's constants to measured runs; report leave-one-out errors.
     Calibrate(CalibrateArgs),
+    /// Write the simulator's timeline of a plan as a Chrome trace (Perfetto, chrome://tracing).
+    Trace(TraceArgs),
+    /// Draw a plan: its schedule as a Gantt chart above each GPU's memory (SVG or PNG).
+    Plot(PlotArgs),
+    /// Why a plan's period or iteration and memory are what they are, stage by stage.
+    Explain(ExplainArgs),
     /// Re-run a published experiment on pipeplan's instances (see `reproduce --help`).
     #[command(subcommand)]
     Reproduce(Reproduce),
@@ -170,6 +176,9 @@ pub struct CompareArgs {
     /// fit 120 characters).
     #[arg(long)]
     pub wide: bool,
+    /// Also write a self-contained HTML report (sortable tables, charts, notes) to this file.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
     #[command(flatten)]
     pub flags: SolveFlags,
     #[command(flatten)]
@@ -199,6 +208,65 @@ pub struct CalibrationArgs {
     /// algorithms plan, with its constants (docs/calibration.md).
     #[arg(long, value_name = "FILE")]
     pub calibration: Option<PathBuf>,
+}
+
+/// `pipeplan trace`.
+#[derive(Debug, Args)]
+pub struct TraceArgs {
+    /// Plan file, or a solution file from `solve -o` / `solve --json`.
+    pub plan: PathBuf,
+    /// Instance file (`-` reads standard input).
+    pub instance: PathBuf,
+    /// Write the trace here (default: standard output).
+    #[arg(long, short)]
+    pub output: Option<PathBuf>,
+    /// Asynchronous plans: periods shown after the warm-up.
+    #[arg(long, default_value_t = 3)]
+    pub periods: usize,
+    #[command(flatten)]
+    pub calibration: CalibrationArgs,
+}
+
+/// `pipeplan explain`.
+#[derive(Debug, Args)]
+pub struct ExplainArgs {
+    /// Plan file, or a solution file from `solve -o`.
+    pub plan: PathBuf,
+    /// Instance file (`-` reads standard input).
+    pub instance: PathBuf,
+    #[command(flatten)]
+    pub calibration: CalibrationArgs,
+    #[command(flatten)]
+    pub out: OutputArgs,
+}
+
+/// Image formats of `plot`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ImageFormat {
+    /// Scalable vector graphics.
+    Svg,
+    /// Portable network graphics.
+    Png,
+}
+
+/// `pipeplan plot`.
+#[derive(Debug, Args)]
+pub struct PlotArgs {
+    /// Plan file, or a solution file from `solve -o` (its claimed memory is drawn too).
+    pub plan: PathBuf,
+    /// Instance file (`-` reads standard input).
+    pub instance: PathBuf,
+    /// Image file to write.
+    #[arg(long, short)]
+    pub output: PathBuf,
+    /// Image format (default: from the output's extension, else SVG).
+    #[arg(long, value_enum)]
+    pub format: Option<ImageFormat>,
+    /// Asynchronous plans: periods shown after the warm-up.
+    #[arg(long, default_value_t = 3)]
+    pub periods: usize,
+    #[command(flatten)]
+    pub calibration: CalibrationArgs,
 }
 
 /// Measured runs: where they are and how to read them.

@@ -1,8 +1,10 @@
 //! `pipeplan`: the command-line interface. See `pipeplan --help` and the README.
 
 mod args;
+mod charts;
 mod cli;
 mod commands;
+mod html;
 mod report;
 mod table;
 

@@ -442,9 +442,9 @@ fn push_notes(out: &mut String, title: &str, notes: &[String]) {
 }
 
 /// Columns of the narrow comparison table (fits 120 columns), as indices into the wide one.
-const NARROW: [usize; 9] = [0, 1, 2, 3, 5, 7, 9, 11, 14];
+pub(crate) const NARROW: [usize; 9] = [0, 1, 2, 3, 5, 7, 9, 11, 14];
 /// Their headers: short, with the caption saying which are claimed and which evaluated.
-const NARROW_HEADER: [&str; 9] = [
+pub(crate) const NARROW_HEADER: [&str; 9] = [
     "algorithm",
     "status",
     "objective",
@@ -456,7 +456,8 @@ const NARROW_HEADER: [&str; 9] = [
     "gap",
 ];
 /// Caption of the narrow table.
-const NARROW_CAPTION: &str = "objective: claimed; period|iter, samples/s, max mem, fits: \
+pub(crate) const NARROW_CAPTION: &str =
+    "objective: claimed; period|iter, samples/s, max mem, fits: \
     evaluated;\ngap: claimed objective vs the best exact one (--wide: every column)";
 
 /// Human table of a comparison, one block per instance, with the legend: the narrow table (fits
@@ -528,7 +529,7 @@ pub fn comparison_text(instances: &[Instance], rows: &[Row], wide: bool) -> Stri
     out
 }
 
-fn solution_cells(sol: &Solution, row: &Row) -> Vec<String> {
+pub(crate) fn solution_cells(sol: &Solution, row: &Row) -> Vec<String> {
     let c = &sol.claimed;
     let e = sol.evaluated.as_ref();
     let claimed_time = c.period_ms.or(c.iteration_ms);

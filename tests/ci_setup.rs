@@ -88,3 +88,46 @@ fn unknown_flags_are_rejected() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("usage"));
 }
+
+/// What `.ci/setup --check --browser` would install with only `bin` on the PATH.
+fn would_install_for_browser(bin: &Path) -> Vec<String> {
+    let out = Command::new("/bin/bash")
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join(".ci/setup"))
+        .args(["--check", "--browser"])
+        .env("PATH", bin)
+        .env("PIPEPLAN_SETUP_LIBDIRS", "")
+        .output()
+        .expect("bash runs .ci/setup");
+    assert!(
+        out.status.success(),
+        "setup --check --browser failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn browser_flag_installs_chromium_only_when_absent() {
+    let bin = tempfile::tempdir().unwrap();
+    let need = would_install_for_browser(bin.path());
+    assert!(need.contains(&"chromium".to_string()), "{need:?}");
+    let fake = bin.path().join("chromium");
+    std::fs::write(&fake, "#!/bin/sh\n").unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let need = would_install_for_browser(bin.path());
+    assert!(!need.contains(&"chromium".to_string()), "{need:?}");
+    // Without the flag Chromium is never installed.
+    let out = Command::new("/bin/bash")
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join(".ci/setup"))
+        .arg("--check")
+        .env("PATH", tempfile::tempdir().unwrap().path())
+        .env("PIPEPLAN_SETUP_LIBDIRS", "")
+        .output()
+        .unwrap();
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("chromium"));
+}

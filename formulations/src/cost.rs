@@ -46,8 +46,14 @@ pub struct StageCost {
     pub buffers: f64,
     /// Recomputation of `recompute` layers per micro-batch (ms, included in `backward`).
     pub recompute: f64,
+    /// Forward of checkpointed layers run again during the backward (ms, included in
+    /// `backward`).
+    pub reforward: f64,
     /// Stall waiting for swapped tensors per micro-batch (ms, included in `backward`).
     pub swap_stall: f64,
+    /// One-way host transfer of the stage's swapped tensors per micro-batch (ms): out after
+    /// the forward, back in before the backward, overlapping compute except for `swap_stall`.
+    pub swap_transfer: f64,
 }
 
 /// Per-layer inputs of the swap/recompute model, at the trained micro-batch: from the `graph`
@@ -261,6 +267,7 @@ pub fn stage_cost_with(
     let mut stored = 0.0;
     let mut transient: f64 = 0.0;
     let mut weights = 0.0;
+    let mut reforward = 0.0;
     for i in k..l {
         let (f, b, saved, w_i) = layer(i);
         fwd += f;
@@ -268,6 +275,7 @@ pub fn stage_cost_with(
         weights += w_i;
         if ckpt(i) {
             bwd += f;
+            reforward += f;
             stored += chain.act[i];
             transient = transient.max(saved - chain.act[i]);
         } else {
@@ -298,6 +306,7 @@ pub fn stage_cost_with(
     // Swap and recompute: removed from the stored activations of all but one micro-batch.
     let mut recompute = 0.0;
     let mut swap_stall_ms = 0.0;
+    let mut swap_transfer = 0.0;
     let mut extra_transient = 0.0;
     if let Some((model, idle)) = extra {
         let mut swapped = 0.0;
@@ -323,12 +332,9 @@ pub fn stage_cost_with(
         extra_transient = swapped + workspace;
         if let (Some(pcie), false) = (model.pcie, st.swap.is_empty()) {
             let compute = (fwd + bwd + recompute) / w + 2.0 * tp_comm;
-            swap_stall_ms = swap_stall(
-                st.swap
-                    .iter()
-                    .map(|&i| (chain.saved[i] / w / pcie * 1e3, idle[i])),
-                compute,
-            );
+            let one_way = |i: usize| chain.saved[i] / w / pcie * 1e3;
+            swap_transfer = st.swap.iter().map(|&i| one_way(i)).sum();
+            swap_stall_ms = swap_stall(st.swap.iter().map(|&i| (one_way(i), idle[i])), compute);
         }
     }
     StageCost {
@@ -340,7 +346,9 @@ pub fn stage_cost_with(
         transient: (transient.max(0.0) + extra_transient) / w,
         buffers: buffers / st.dp as f64,
         recompute: recompute / w,
+        reforward: reforward / w,
         swap_stall: swap_stall_ms,
+        swap_transfer,
     }
 }
 

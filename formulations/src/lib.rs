@@ -37,6 +37,7 @@ pub mod plan;
 pub mod simulate;
 #[cfg(feature = "testing")]
 pub mod testing;
+pub mod timeline;
 pub mod units;
 pub mod validate;
 

@@ -2,11 +2,14 @@
 
 mod accuracy;
 pub mod cluster;
+mod explain;
 mod files;
 pub mod max_batch;
+mod plot;
 pub mod profile_plan;
 mod reproduce;
 mod solving;
+mod trace;
 
 use crate::cli::{CalibrationArgs, Command, OutputArgs, Reproduce};
 use pipeplan_formulations::InputError;
@@ -72,6 +75,9 @@ pub fn run(cmd: Command) -> Result<(), Failure> {
         Command::Schema(a) => files::schema(a),
         Command::ProfilePlan(a) => profile_plan::run(a),
         Command::MaxBatch(a) => max_batch::run(a),
+        Command::Trace(a) => trace::run(a),
+        Command::Plot(a) => plot::run(a),
+        Command::Explain(a) => explain::run(a),
         Command::Accuracy(a) => accuracy::accuracy(a),
         Command::Calibrate(a) => accuracy::calibrate(a),
         Command::Reproduce(Reproduce::MadpipeFig7(a)) => reproduce::madpipe_fig7(a),
@@ -144,6 +150,31 @@ pub fn read_calibrated(
         Some(c) => inst.calibrated(&c),
         None => inst,
     })
+}
+
+/// Reads a plan file, or the `plan` of a solution file.
+pub fn read_plan(path: &Path) -> Result<pipeplan_formulations::Plan, InputError> {
+    let text = std::fs::read_to_string(path).map_err(|e| InputError::Io {
+        path: path.display().to_string(),
+        message: e.to_string(),
+    })?;
+    let inner = serde_json::from_str::<serde_json::Value>(&text)
+        .ok()
+        .and_then(|v| match v {
+            serde_json::Value::Object(mut m) if !m.contains_key("stages") => m.remove("plan"),
+            _ => None,
+        });
+    let plan = match inner {
+        // A solution file: errors refer to its `plan` member.
+        Some(p) => {
+            pipeplan_formulations::Plan::from_json(&p.to_string()).map_err(|e| InputError::InFile {
+                file: format!("{} (member `plan`)", path.display()),
+                inner: Box::new(e),
+            })
+        }
+        None => pipeplan_formulations::Plan::from_json(&text).map_err(|e| e.in_file(path)),
+    };
+    plan
 }
 
 /// Writes `text` to `path`, or prints it when `path` is `None` or `-`.

@@ -5,10 +5,9 @@ use crate::cli::{AlgorithmsArgs, CompareArgs, EvaluateArgs, OutputArgs, SolveArg
 use crate::report::{self, Record};
 use crate::table::Table;
 use pipeplan_formulations::evaluate::evaluate as judge;
-use pipeplan_formulations::{InputError, Instance, Plan};
-use pipeplan_solvers::algorithm::{Algorithm, SolveOptions};
+use pipeplan_formulations::Instance;
+use pipeplan_solvers::algorithm::{Algorithm, SolveError, SolveOptions};
 use pipeplan_solvers::{harness, registry};
-use std::path::Path;
 
 fn options(f: &SolveFlags) -> SolveOptions {
     SolveOptions {
@@ -39,7 +38,17 @@ pub fn solve(a: SolveArgs) -> Result<(), Failure> {
             inst.name
         )));
     }
-    let sol = harness::run(algo.as_ref(), &inst, &options(&a.flags))?;
+    let sol = harness::run(algo.as_ref(), &inst, &options(&a.flags)).map_err(|e| match e {
+        // No plan: say what no plan can avoid (docs/evaluator.md, "Explanations").
+        SolveError::Infeasible(why) => Failure {
+            code: NO_PLAN,
+            message: format!(
+                "{why}; {}",
+                pipeplan_formulations::evaluate::explain::certificate(&inst).line()
+            ),
+        },
+        e => e.into(),
+    })?;
     if let Some(p) = &a.output {
         write_or_print(Some(p), &report::json(&sol))?;
     }
@@ -90,6 +99,11 @@ pub fn compare(a: CompareArgs) -> Result<(), Failure> {
     if let Some(p) = &a.output {
         write_or_print(Some(p), &report::json(&rows))?;
     }
+    if let Some(p) = &a.html {
+        let page = crate::html::comparison_html(&instances, &rows).map_err(Failure::input)?;
+        write_or_print(Some(p), &page)?;
+        eprintln!("wrote {}", p.display());
+    }
     let text = match a.out.format() {
         Format::Json => report::json(&rows),
         Format::Csv => report::csv(&rows.iter().map(Record::of_row).collect::<Vec<_>>()),
@@ -106,33 +120,10 @@ pub fn compare(a: CompareArgs) -> Result<(), Failure> {
     }
 }
 
-/// Reads a plan file, or the `plan` of a solution file.
-fn read_plan(path: &Path) -> Result<Plan, InputError> {
-    let text = std::fs::read_to_string(path).map_err(|e| InputError::Io {
-        path: path.display().to_string(),
-        message: e.to_string(),
-    })?;
-    let inner = serde_json::from_str::<serde_json::Value>(&text)
-        .ok()
-        .and_then(|v| match v {
-            serde_json::Value::Object(mut m) if !m.contains_key("stages") => m.remove("plan"),
-            _ => None,
-        });
-    let plan = match inner {
-        // A solution file: errors refer to its `plan` member.
-        Some(p) => Plan::from_json(&p.to_string()).map_err(|e| InputError::InFile {
-            file: format!("{} (member `plan`)", path.display()),
-            inner: Box::new(e),
-        }),
-        None => Plan::from_json(&text).map_err(|e| e.in_file(path)),
-    };
-    plan
-}
-
 /// `pipeplan evaluate`.
 pub fn evaluate(a: EvaluateArgs) -> Result<(), Failure> {
     let inst = super::read_calibrated(&a.instance, &a.calibration)?;
-    let plan = read_plan(&a.plan)?;
+    let plan = super::read_plan(&a.plan)?;
     let e = judge(&inst, &plan).map_err(|e| {
         let file = if e.is_about_plan() {
             &a.plan

@@ -65,6 +65,8 @@ pub struct Evaluation {
 
 pub mod accuracy;
 mod asynchronous;
+pub mod breakdown;
+pub mod explain;
 mod synchronous;
 
 /// What the schedule family's model says of a plan's time and activations.

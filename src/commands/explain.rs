@@ -1,0 +1,73 @@
+//! `pipeplan explain`: why a plan's period or iteration and memory are what they are.
+
+use super::{read_calibrated, read_plan, write_or_print, Failure, Format};
+use crate::cli::ExplainArgs;
+use crate::report;
+use pipeplan_formulations::evaluate::evaluate;
+use pipeplan_formulations::evaluate::explain::explain;
+
+/// Runs `explain`.
+pub fn run(a: ExplainArgs) -> Result<(), Failure> {
+    let inst = read_calibrated(&a.instance, &a.calibration)?;
+    let plan = read_plan(&a.plan)?;
+    let ev = evaluate(&inst, &plan).map_err(|e| {
+        let file = if e.is_about_plan() {
+            &a.plan
+        } else {
+            &a.instance
+        };
+        e.in_file(file)
+    })?;
+    let x = explain(&inst, &plan, &ev);
+    let text = match a.out.format() {
+        Format::Json => report::json(&x),
+        Format::Csv => {
+            #[derive(serde::Serialize)]
+            struct Row<'a> {
+                stage: usize,
+                binding: &'a str,
+                load_ms: f64,
+                bottleneck_ms: f64,
+                compute_ms: f64,
+                recompute_and_swap_ms: f64,
+                communication_ms: f64,
+                grad_sync_ms: f64,
+                gpu: u32,
+                memory: f64,
+                memory_limit: f64,
+            }
+            let rows: Vec<Row> = x
+                .stages
+                .iter()
+                .map(|s| Row {
+                    stage: s.stage,
+                    binding: s.binding,
+                    load_ms: s.load_ms,
+                    bottleneck_ms: s.bottleneck_ms,
+                    compute_ms: s.compute_ms,
+                    recompute_and_swap_ms: s.recompute_and_swap_ms,
+                    communication_ms: s.communication_ms,
+                    grad_sync_ms: s.grad_sync_ms,
+                    gpu: s.memory.gpu,
+                    memory: s.memory.total(),
+                    memory_limit: s.memory_limit,
+                })
+                .collect();
+            report::csv(&rows)
+        }
+        Format::Table => {
+            let mut out = format!("== {}\n", report::instance_line(&inst));
+            for w in &x.why {
+                out.push_str(&format!("{w}\n"));
+            }
+            for s in &x.stages {
+                out.push_str(&format!("\nstage {} (binding: {})\n", s.stage, s.binding));
+                for f in &s.findings {
+                    out.push_str(&format!("  - {f}\n"));
+                }
+            }
+            out
+        }
+    };
+    write_or_print(None, &text)
+}

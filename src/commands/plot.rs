@@ -1,0 +1,68 @@
+//! `pipeplan plot`: a plan's schedule and memory as a chart (SVG or PNG).
+
+use super::{read_calibrated, read_plan, Failure};
+use crate::charts;
+use crate::cli::{ImageFormat, PlotArgs};
+use pipeplan_formulations::evaluate::breakdown::memory_breakdown;
+use pipeplan_formulations::evaluate::evaluate;
+use pipeplan_formulations::timeline::timeline;
+use std::path::Path;
+
+/// The algorithm and the claimed peak memory per GPU of a solution file (none for a plan file).
+fn solution_facts(path: &Path) -> (Option<String>, Option<Vec<f64>>) {
+    let v: Option<serde_json::Value> = std::fs::read_to_string(path)
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok());
+    let Some(v) = v else { return (None, None) };
+    let algo = v
+        .get("algorithm")
+        .and_then(|a| a.as_str())
+        .map(str::to_string);
+    let claimed = v
+        .get("claimed")
+        .and_then(|c| c.get("peak_memory"))
+        .and_then(|m| serde_json::from_value(m.clone()).ok());
+    (algo, claimed)
+}
+
+/// Runs `plot`.
+pub fn run(a: PlotArgs) -> Result<(), Failure> {
+    let inst = read_calibrated(&a.instance, &a.calibration)?;
+    let plan = read_plan(&a.plan)?;
+    let in_file = |e: pipeplan_formulations::InputError| {
+        let file = if e.is_about_plan() {
+            &a.plan
+        } else {
+            &a.instance
+        };
+        e.in_file(file)
+    };
+    let ev = evaluate(&inst, &plan).map_err(in_file)?;
+    let t = timeline(&inst, &plan, a.periods).map_err(in_file)?;
+    let memory = memory_breakdown(&inst, &plan, &ev);
+    let (algo, claimed) = solution_facts(&a.plan);
+    let name = algo.unwrap_or_else(|| {
+        a.plan
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .unwrap_or("plan")
+            .to_string()
+    });
+    let title = format!("{name} on {} ({} GPUs)", inst.name, ev.gpus_used);
+    let svg = charts::plan_svg(&title, &t, &memory, claimed.as_deref(), ev.memory_limit)
+        .map_err(Failure::input)?;
+    let format = a
+        .format
+        .unwrap_or_else(|| match a.output.extension().and_then(|e| e.to_str()) {
+            Some(e) if e.eq_ignore_ascii_case("png") => ImageFormat::Png,
+            _ => ImageFormat::Svg,
+        });
+    let bytes = match format {
+        ImageFormat::Svg => svg.into_bytes(),
+        ImageFormat::Png => charts::png(&svg).map_err(Failure::input)?,
+    };
+    std::fs::write(&a.output, bytes)
+        .map_err(|e| Failure::input(format!("{}: cannot write: {e}", a.output.display())))?;
+    eprintln!("wrote {}", a.output.display());
+    Ok(())
+}
