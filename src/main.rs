@@ -5,6 +5,7 @@ mod charts;
 mod cli;
 mod commands;
 mod html;
+mod progress;
 mod report;
 mod table;
 

@@ -81,9 +81,15 @@ pub fn run(a: MaxBatchArgs) -> Result<(), Failure> {
         }
         jobs.extend(combos.into_iter().map(|c| (i, c)));
     }
+    let progress = crate::progress::Progress::new(
+        jobs.len(),
+        "max-batch",
+        a.out.format() == super::Format::Table,
+    );
     let rows: Vec<MaxBatch> = jobs
         .par_iter()
         .map(|(i, settings)| {
+            let _tick = Tick(&progress);
             let solve = SolveOptions {
                 time_limit: a.time_limit.0,
                 seed: a.seed,
@@ -187,5 +193,14 @@ impl CsvRow<'_> {
             solves: r.solves,
             reason: r.reason.as_deref(),
         }
+    }
+}
+
+/// Ticks the bar when a search is done.
+struct Tick<'a>(&'a crate::progress::Progress);
+
+impl Drop for Tick<'_> {
+    fn drop(&mut self) {
+        self.0.tick();
     }
 }

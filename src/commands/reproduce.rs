@@ -82,9 +82,12 @@ pub fn madpipe_fig7(a: ReproduceArgs) -> Result<(), Failure> {
             }
         }
     }
+    let progress =
+        crate::progress::Progress::new(grid.len(), "madpipe-fig7", !a.out.json && !a.out.csv);
     let points: Vec<Point> = grid
         .par_iter()
         .map(|(model, p, m, b)| -> Result<Point, Failure> {
+            let _tick = Tick(&progress);
             let cluster = Cluster {
                 gpus: *p,
                 gpus_per_node: None,
@@ -190,4 +193,13 @@ fn summary(a: &ReproduceArgs, points: &[Point]) -> String {
         a.reference,
         t.render()
     )
+}
+
+/// Ticks the bar when a grid point is done, whichever way it ends.
+struct Tick<'a>(&'a crate::progress::Progress);
+
+impl Drop for Tick<'_> {
+    fn drop(&mut self) {
+        self.0.tick();
+    }
 }

@@ -95,7 +95,21 @@ pub fn compare(a: CompareArgs) -> Result<(), Failure> {
             .map(|n| algorithm(n.trim()))
             .collect::<Result<_, _>>()?
     };
-    let rows = harness::compare(&algos, &instances, &options(&a.flags));
+    let opts = options(&a.flags);
+    let table = a.out.format() == Format::Table;
+    let progress = crate::progress::Progress::new(instances.len(), "compare", table);
+    // With a bar, one instance at a time (gaps are per instance: the rows are the same).
+    let rows = if progress.shown() {
+        let mut rows = Vec::new();
+        for inst in &instances {
+            rows.extend(harness::compare(&algos, std::slice::from_ref(inst), &opts));
+            progress.tick();
+        }
+        rows
+    } else {
+        harness::compare(&algos, &instances, &opts)
+    };
+    drop(progress);
     if let Some(p) = &a.output {
         write_or_print(Some(p), &report::json(&rows))?;
     }
