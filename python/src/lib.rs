@@ -3,8 +3,8 @@
 //! boundary as the library's own JSON (the `--json` output of the CLI), which Python parses.
 //!
 //! Every call that solves runs on a worker thread while the calling thread waits without the GIL
-//! ([`wait_interruptibly`]): other Python threads run meanwhile, and Ctrl-C (checked every
-//! [`SIGNAL_POLL`]) raises the solves' interruption flag, waits for them to stop and re-raises
+//! (`wait_interruptibly`): other Python threads run meanwhile, and Ctrl-C (checked every
+//! `SIGNAL_POLL`) raises the solves' interruption flag, waits for them to stop and re-raises
 //! `KeyboardInterrupt`. A panic of the worker becomes `pipeplan.SolverError`; nothing panics
 //! across the boundary.
 

@@ -47,7 +47,7 @@ def test_every_algorithm_solves_through_the_package(name):
     for label, make in SMALL.items():
         inst = make()
         try:
-            sol = pipeplan.solve(inst, name, time_limit=5)
+            sol = pipeplan.solve(inst, name, time_limit=3)
         except pipeplan.UnsupportedError as e:
             assert str(e).startswith(f"{name} does not support instance {inst.name}: ")
             continue
