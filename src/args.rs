@@ -1,6 +1,6 @@
 //! Turning command-line strings into values: time limits and `KEY=VALUE` settings.
 
-use pipeplan_formulations::units::{parse_quantity, Dimension};
+use pipeplan_solvers::algorithm::parse_time_limit;
 use std::time::Duration;
 
 /// A parsed `--time-limit`: `None` means no limit.
@@ -9,20 +9,7 @@ pub struct TimeLimit(pub Option<Duration>);
 
 /// Parses `--time-limit`: seconds as a bare number, a time with a unit, or `none`.
 pub fn time_limit(s: &str) -> Result<TimeLimit, String> {
-    let t = s.trim();
-    if t.eq_ignore_ascii_case("none") {
-        return Ok(TimeLimit(None));
-    }
-    let secs = match t.parse::<f64>() {
-        Ok(v) => v,
-        Err(_) => parse_quantity(t, Dimension::Time)? / 1e3,
-    };
-    if !secs.is_finite() || secs <= 0.0 {
-        return Err(format!(
-            "{s:?} is not a positive time limit (use `none` for no limit)"
-        ));
-    }
-    Ok(TimeLimit(Some(Duration::from_secs_f64(secs))))
+    parse_time_limit(s).map(TimeLimit)
 }
 
 /// Parses `KEY=VALUE`.

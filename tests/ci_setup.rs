@@ -1,7 +1,8 @@
 //! `.ci/setup --check`: the libclang detection decides what a fresh machine installs, so it is
 //! tested against fake library folders. bindgen (through clang-sys) links `libclang.so` or
 //! `libclang-<version>.so`; the LLVM runtime `libclang-cpp.so.<n>` and a bare `libclang.so.<n>`
-//! do not count, and with only those the build dies in HiGHS's bindgen step.
+//! do not count, and with only those the build dies in HiGHS's bindgen step. The Python check
+//! (python3-venv) is tested against fake interpreters.
 
 use std::path::Path;
 use std::process::Command;
@@ -76,6 +77,41 @@ fn any_listed_folder_counts_and_libclang_path_is_honoured() {
     assert!(!both.contains(&"libclang-dev".to_owned()), "{both:?}");
     let via_env = would_install(&[empty.path()], Some(full.path()));
     assert!(!via_env.contains(&"libclang-dev".to_owned()), "{via_env:?}");
+}
+
+/// What `.ci/setup --check` would install with `python` as the interpreter it probes.
+fn would_install_with_python(python: &Path) -> Vec<String> {
+    let out = Command::new("bash")
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join(".ci/setup"))
+        .arg("--check")
+        .env("PIPEPLAN_SETUP_PYTHON", python)
+        .output()
+        .expect("bash runs .ci/setup");
+    assert!(out.status.success());
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+/// A fake interpreter: a script that exits with `code` whatever it is asked.
+fn fake_python(dir: &Path, code: i32) -> std::path::PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let p = dir.join(format!("python-exit-{code}"));
+    std::fs::write(&p, format!("#!/bin/sh\nexit {code}\n")).unwrap();
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    p
+}
+
+#[test]
+fn python_without_venv_or_missing_needs_python3_venv() {
+    let dir = tempfile::tempdir().unwrap();
+    let venv = "python3-venv".to_owned();
+    // `import ensurepip, venv` fails: Debian's python3 without python3-venv.
+    assert!(would_install_with_python(&fake_python(dir.path(), 1)).contains(&venv));
+    assert!(would_install_with_python(&dir.path().join("no-such-python")).contains(&venv));
+    assert!(!would_install_with_python(&fake_python(dir.path(), 0)).contains(&venv));
 }
 
 #[test]

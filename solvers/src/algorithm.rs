@@ -4,6 +4,7 @@ use crate::deadline::Deadline;
 pub use crate::objective::{Objective, ObjectiveKind};
 use crate::settings::{Param, Settings};
 use pipeplan_formulations::evaluate::Evaluation;
+use pipeplan_formulations::units::{parse_quantity, Dimension};
 use pipeplan_formulations::{InputError, Instance, Plan};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -96,6 +97,25 @@ fn stage_count(stages: Option<usize>, inst: &Instance) -> Result<usize, SolveErr
     }
 }
 
+/// Parses a time limit as the command line (`--time-limit`) and the Python package take it:
+/// seconds as a bare number, a time with a unit (`500ms`, `2min`), or `none` (no limit).
+pub fn parse_time_limit(s: &str) -> Result<Option<Duration>, String> {
+    let t = s.trim();
+    if t.eq_ignore_ascii_case("none") {
+        return Ok(None);
+    }
+    let secs = match t.parse::<f64>() {
+        Ok(v) => v,
+        Err(_) => parse_quantity(t, Dimension::Time)? / 1e3,
+    };
+    if !secs.is_finite() || secs <= 0.0 {
+        return Err(format!(
+            "{s:?} is not a positive time limit (use `none` for no limit)"
+        ));
+    }
+    Ok(Some(Duration::from_secs_f64(secs)))
+}
+
 /// What the harness hands an algorithm for one solve: the deadline it built, the seed, the
 /// stage count asked for, and the settings checked against the algorithm's declaration.
 #[derive(Debug, Clone)]
@@ -180,6 +200,17 @@ pub enum Status {
     Feasible,
     /// A heuristic: no optimality claim, whether it ran to its end or was stopped (see `stop`).
     Heuristic,
+}
+
+impl Status {
+    /// The name reports print (the serialized name).
+    pub fn name(self) -> &'static str {
+        match self {
+            Status::Optimal => "optimal",
+            Status::Feasible => "feasible",
+            Status::Heuristic => "heuristic",
+        }
+    }
 }
 
 /// Why a run ended before its natural end.

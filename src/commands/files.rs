@@ -9,8 +9,9 @@ use crate::cli::{
 use crate::report;
 use crate::table::Table;
 use pipeplan_formulations::generate::{self, Device, GenerateOptions, Optimizer};
-use pipeplan_formulations::import::{import_file, ImportOptions, Source};
-use pipeplan_formulations::instance::{self, Bandwidth, Cluster, Precision};
+use pipeplan_formulations::import::request::unemulated_arguments;
+use pipeplan_formulations::import::{ImportRequest, Source};
+use pipeplan_formulations::instance::{self, Precision};
 use pipeplan_formulations::units::fmt_bytes;
 use pipeplan_formulations::{Instance, Plan};
 use pipeplan_solvers::algorithm::Solution;
@@ -95,64 +96,22 @@ pub fn import(a: ImportArgs) -> Result<(), Failure> {
             "import: give the profile file (or --config FILE)",
         ));
     };
-    let from_file = a.cluster_from_profile || source.carries_cluster();
-    let cluster = if from_file {
-        // Placeholder fields the profile replaces; any cluster flag given overrides the profile
-        // after the import.
-        Cluster {
-            gpus: 1,
-            gpus_per_node: None,
-            memory: 1.0,
-            bandwidth: Bandwidth {
-                intra_node: 1.0,
-                inter_node: None,
-            },
-            pcie: None,
-        }
-    } else {
-        a.cluster.cluster()?
-    };
-    let mut opts = ImportOptions::new(cluster);
-    opts.name = a.name.clone();
-    opts.batch = a.batch;
-    opts.time_unit_ms = a.time_unit_ms;
-    opts.cluster_from_profile = a.cluster_from_profile;
-    opts.data_root = a.data_root.clone();
-    opts.gpu_type = a.gpu_type.clone();
-    opts.nodes = a.nodes;
-    if let Some(s) = a.schedule {
-        opts.training.schedule = schedule(s);
-    }
-    opts.training.micro_batches = a.micro_batches;
-    if let Some(f) = a.optimizer_state_factor {
-        opts.training.optimizer_state_factor = f;
-    }
-    let mut inst = import_file(source, &file, &opts)?;
-    if from_file {
-        // Flags the user gives win over what the file carries.
-        a.cluster.override_fields(&mut inst.cluster)?;
-        if let Some(s) = a.schedule {
-            inst.training.schedule = schedule(s);
-        }
-        if a.micro_batches.is_some() {
-            inst.training.micro_batches = a.micro_batches;
-        }
-        if let Some(f) = a.optimizer_state_factor {
-            inst.training.optimizer_state_factor = f;
-        }
-        inst.validate()?;
-    }
+    let mut req = ImportRequest::new(source, &file);
+    req.cluster = a.cluster.spec();
+    req.cluster_from_profile = a.cluster_from_profile;
+    req.name = a.name.clone();
+    req.batch = a.batch;
+    req.time_unit_ms = a.time_unit_ms;
+    req.data_root = a.data_root.clone();
+    req.gpu_type = a.gpu_type.clone();
+    req.nodes = a.nodes;
+    req.schedule = a.schedule.map(schedule);
+    req.micro_batches = a.micro_batches;
+    req.optimizer_state_factor = a.optimizer_state_factor;
+    let inst = req.import()?;
     // Say it where the user looks, not only in the instance's `source`.
-    if let Some(note) = inst
-        .source
-        .split(". ")
-        .find(|s| s.starts_with("engine arguments not emulated"))
-    {
-        eprintln!(
-            "warning: {}: {}",
-            file.display(),
-            note.trim_end_matches('.')
-        );
+    if let Some(note) = unemulated_arguments(&inst) {
+        eprintln!("warning: {}: {note}", file.display());
     }
     write_instance(&inst, a.output.as_deref())
 }
@@ -191,7 +150,7 @@ pub fn generate(a: GenerateArgs) -> Result<(), Failure> {
         return write_or_print(None, &t.render());
     }
     let model = a.model.as_deref().unwrap_or_default();
-    let mut o = GenerateOptions::new(model, a.cluster.cluster()?);
+    let mut o = GenerateOptions::new(model, a.cluster.spec().cluster()?);
     if let Some(b) = a.batch {
         o.batch = b;
     }

@@ -32,10 +32,10 @@ pub fn solve(a: SolveArgs) -> Result<(), Failure> {
     let inst = super::read_calibrated(&a.instance, &a.calibration)?;
     let algo = algorithm(&a.algo)?;
     if let Err(u) = algo.supports(&inst) {
-        return Err(Failure::input(format!(
-            "{} does not support instance {}: {u}",
-            algo.name(),
-            inst.name
+        return Err(Failure::input(harness::unsupported_message(
+            algo.as_ref(),
+            &inst,
+            &u,
         )));
     }
     let sol = harness::run(algo.as_ref(), &inst, &options(&a.flags)).map_err(|e| match e {

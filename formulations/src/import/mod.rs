@@ -32,7 +32,10 @@ pub mod dag;
 pub mod dnn_partitioning;
 pub mod pipedream;
 pub mod piper;
+pub mod request;
 pub mod sailor;
+
+pub use request::{ClusterSpec, ImportRequest};
 
 use crate::error::InputError;
 use crate::instance::{Cluster, Instance, Layer, Model, Precision, Training, FORMAT};

@@ -1,11 +1,12 @@
 //! Many algorithms on many instances, side by side.
 
 use super::gaps::fill_gaps;
-use super::run;
+use super::{run_interruptible, Interrupt};
 use crate::algorithm::{Algorithm, Solution, SolveError, SolveOptions};
 use pipeplan_formulations::Instance;
 use rayon::prelude::*;
 use serde::Serialize;
+use std::sync::atomic::Ordering;
 
 /// Outcome of one (instance, algorithm) pair of a comparison.
 #[derive(Debug, Clone, Serialize)]
@@ -73,6 +74,18 @@ pub fn compare(
     instances: &[Instance],
     opts: &SolveOptions,
 ) -> Vec<Row> {
+    compare_interruptible(algos, instances, opts, None)
+}
+
+/// [`compare()`], stopping when `interrupt` is raised: running solves stop as at their deadline,
+/// and the pairs not yet started are not solved (their rows fail with
+/// [`SolveError::Interrupted`]'s message), so the call returns promptly with every row.
+pub fn compare_interruptible(
+    algos: &[Box<dyn Algorithm>],
+    instances: &[Instance],
+    opts: &SolveOptions,
+    interrupt: Option<&Interrupt>,
+) -> Vec<Row> {
     let pairs: Vec<(usize, usize)> = (0..instances.len())
         .flat_map(|i| (0..algos.len()).map(move |a| (i, a)))
         .collect();
@@ -80,7 +93,13 @@ pub fn compare(
         .par_iter()
         .map(|&(i, a)| {
             let (inst, algo) = (&instances[i], algos[a].as_ref());
-            let outcome = match run(algo, inst, opts) {
+            let stopped = interrupt.is_some_and(|f| f.load(Ordering::Relaxed));
+            let result = if stopped {
+                Err(SolveError::Interrupted)
+            } else {
+                run_interruptible(algo, inst, opts, interrupt)
+            };
+            let outcome = match result {
                 Ok(s) => Outcome::Solved {
                     solution: Box::new(s),
                 },
@@ -147,5 +166,24 @@ mod tests {
         assert!((gap("uniform").unwrap() - 0.2).abs() < 1e-9);
         assert_eq!(gap("balanced-time"), Some(0.0));
         assert_eq!(gap("ilp-balanced-time").map(|g| g.abs() < 1e-6), Some(true));
+    }
+
+    #[test]
+    fn a_raised_interrupt_starts_no_solve() {
+        let insts = vec![chain(&[1.0; 4], 2)];
+        let algos = registry::all();
+        let flag = Interrupt::default();
+        flag.store(true, Ordering::Relaxed);
+        let rows = compare_interruptible(&algos, &insts, &SolveOptions::default(), Some(&flag));
+        assert_eq!(rows.len(), algos.len());
+        let interrupted = SolveError::Interrupted.to_string();
+        for row in &rows {
+            assert!(
+                matches!(&row.outcome, Outcome::Failed { reason } if *reason == interrupted),
+                "{}: {:?}",
+                row.algorithm,
+                row.outcome
+            );
+        }
     }
 }

@@ -3,16 +3,37 @@
 //!
 //! The harness, not the algorithm, measures wall time and calls the neutral evaluator, so an
 //! algorithm can neither forget nor colour the `evaluated` figures.
+//!
+//! A front end that must stop solves from another thread (the Python package on Ctrl-C) passes an
+//! interruption flag to [`run_interruptible`] / [`compare_interruptible`]: every solve's
+//! [`Deadline`](crate::Deadline) watches it, and a comparison starts no further solve once it is
+//! raised.
 
 mod compare;
 mod gaps;
+mod record;
 
-pub use compare::{compare, Outcome, Row};
+pub use compare::{compare, compare_interruptible, Outcome, Row};
+pub use record::Record;
 
-use crate::algorithm::{Algorithm, Context, Solution, SolveError, SolveOptions};
+use crate::algorithm::{Algorithm, Context, Solution, SolveError, SolveOptions, Unsupported};
 use pipeplan_formulations::evaluate::evaluate;
 use pipeplan_formulations::Instance;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
 use std::time::Instant;
+
+/// A flag that stops every solve watching it once raised (set from another thread).
+pub type Interrupt = Arc<AtomicBool>;
+
+/// The message of `algo` declining `inst`, as `pipeplan solve` reports it.
+pub fn unsupported_message(algo: &dyn Algorithm, inst: &Instance, why: &Unsupported) -> String {
+    format!(
+        "{} does not support instance {}: {why}",
+        algo.name(),
+        inst.name
+    )
+}
 
 /// Solves `inst` with `algo`, times the solve and attaches the evaluator's verdict.
 ///
@@ -24,8 +45,23 @@ pub fn run(
     inst: &Instance,
     opts: &SolveOptions,
 ) -> Result<Solution, SolveError> {
+    run_interruptible(algo, inst, opts, None)
+}
+
+/// [`run`], also stopping when `interrupt` is raised: the algorithm returns its best plan so far
+/// (stopped for [`Stop::Interrupted`](crate::Stop::Interrupted)) or
+/// [`SolveError::Interrupted`].
+pub fn run_interruptible(
+    algo: &dyn Algorithm,
+    inst: &Instance,
+    opts: &SolveOptions,
+    interrupt: Option<&Interrupt>,
+) -> Result<Solution, SolveError> {
     algo.supports(inst)?;
-    let ctx = Context::of(algo, opts)?;
+    let mut ctx = Context::of(algo, opts)?;
+    if let Some(flag) = interrupt {
+        ctx.deadline = ctx.deadline.with_interrupt(Arc::clone(flag));
+    }
     let start = Instant::now();
     let mut sol = algo.compute(inst, &ctx)?;
     sol.stats.wall_ms = start.elapsed().as_secs_f64() * 1e3;

@@ -1,0 +1,38 @@
+"""Shared fixtures: the repository's shipped instances and the CLI binary to compare against."""
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+INSTANCES = sorted((ROOT / "instances").glob("*.json"))
+FIXTURES = ROOT / "formulations" / "tests" / "fixtures" / "import"
+
+
+def _cli_path():
+    path = os.environ.get("PIPEPLAN_CLI") or shutil.which("pipeplan")
+    return path if path and os.access(path, os.X_OK) else None
+
+
+@pytest.fixture(scope="session")
+def cli():
+    """Runs the `pipeplan` binary (``$PIPEPLAN_CLI``, else on ``PATH``). Tests comparing with the
+    CLI are skipped without one, unless ``PIPEPLAN_REQUIRE_CLI=1`` (CI) makes that a failure."""
+    path = _cli_path()
+    if path is None:
+        if os.environ.get("PIPEPLAN_REQUIRE_CLI") == "1":
+            pytest.fail("PIPEPLAN_REQUIRE_CLI=1 but no CLI: set PIPEPLAN_CLI to the binary")
+        pytest.skip("no pipeplan CLI binary (set PIPEPLAN_CLI)")
+
+    def run(*args, ok=True):
+        out = subprocess.run(
+            [path, *map(str, args)], capture_output=True, text=True, timeout=600
+        )
+        if ok:
+            assert out.returncode == 0, out.stderr
+        return out
+
+    return run

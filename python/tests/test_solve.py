@@ -1,0 +1,242 @@
+"""Solving, evaluating and comparing: every algorithm, the CLI's numbers, errors, the GIL and
+Ctrl-C."""
+
+import _thread
+import csv
+import io
+import json
+import threading
+import time
+
+import pytest
+
+import pipeplan
+from conftest import INSTANCES, ROOT
+
+# Small instances every family handles between them: an async CNN and a synchronous
+# transformer, on power-of-two GPU counts (Galvatron's requirement).
+SMALL = {
+    "resnet50": lambda: pipeplan.generate("resnet50", gpus=4, memory="8GiB", bandwidth="12GB/s"),
+    "bert-large": lambda: pipeplan.generate("bert-large", gpus=4, memory="16GiB", bandwidth="150GB/s"),
+}
+NAMES = [a["name"] for a in pipeplan.algorithms()]
+# Algorithms whose result does not depend on time (no search cut short by the clock): their
+# solutions must equal the CLI's field for field, wall time aside.
+DETERMINISTIC = ["uniform", "balanced-time", "balanced-memory", "pipedream", "madpipe"]
+
+
+def without_timing(solution):
+    d = json.loads(json.dumps(solution))
+    d["stats"].pop("wall_ms")
+    return d
+
+
+def test_algorithms_lists_every_family():
+    algos = pipeplan.algorithms()
+    assert len(NAMES) == len(set(NAMES)) >= 10
+    assert {a["family"] for a in algos} == {"baseline", "madpipe", "galvatron", "capture", "dawnpiper"}
+    assert all(set(a) == {"name", "family", "exact", "description"} for a in algos)
+    assert any(a["exact"] for a in algos) and not all(a["exact"] for a in algos)
+    assert {s["setting"] for s in pipeplan.settings("madpipe")} >= {"grid_t"}
+    assert pipeplan.algorithms(settings=True) == pipeplan.settings()
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_every_algorithm_solves_through_the_package(name):
+    solved = []
+    for label, make in SMALL.items():
+        inst = make()
+        try:
+            sol = pipeplan.solve(inst, name, time_limit=3)
+        except pipeplan.UnsupportedError as e:
+            assert str(e).startswith(f"{name} does not support instance {inst.name}: ")
+            continue
+        assert isinstance(sol, pipeplan.Solution)
+        assert sol.algorithm == name and sol.instance == inst.name
+        assert sol.evaluated is not None and sol.stats["wall_ms"] >= 0
+        assert sol.record["result"] == "solved" and sol.record["algorithm"] == name
+        # The neutral evaluator judges the returned plan the same way again.
+        assert pipeplan.evaluate(sol, inst) == sol.evaluated
+        assert pipeplan.evaluate(sol.plan, inst) == sol.evaluated
+        assert pipeplan.evaluate(sol.to_json(), inst) == sol.evaluated
+        assert "<table>" in sol._repr_html_()
+        solved.append(label)
+    assert solved, f"{name} solved none of {list(SMALL)}"
+
+
+@pytest.mark.parametrize("name", DETERMINISTIC)
+@pytest.mark.parametrize("path", INSTANCES[:6], ids=lambda p: p.stem)
+def test_solve_gives_the_numbers_of_the_cli_json(cli, path, name):
+    out = cli("solve", path, "--algo", name, "--json", "--time-limit", "30", ok=False)
+    try:
+        sol = pipeplan.solve(path, name, time_limit=30)
+    except pipeplan.PipeplanError as e:
+        assert out.returncode in (1, 2)
+        assert out.stderr.strip() == f"error: {e}"
+        return
+    assert out.returncode == 0, out.stderr
+    assert without_timing(sol.to_dict()) == without_timing(json.loads(out.stdout))
+
+
+def test_compare_is_the_cli_csv(cli):
+    paths = [ROOT / "instances" / "resnet50-1000px-b8-4gpu-8gib.json", INSTANCES[0]]
+    algos = ["uniform", "balanced-time", "pipedream", "madpipe", "exact-contiguous"]
+    frame = pipeplan.compare(paths, algos, time_limit=30)
+    out = cli("compare", *paths, "--algos", ",".join(algos), "--csv", "--time-limit", "30")
+    rows = list(csv.DictReader(io.StringIO(out.stdout)))
+    header = out.stdout.splitlines()[0].split(",")
+    assert list(frame.columns) == header
+    assert len(frame) == len(rows) == len(paths) * len(algos)
+    for (_, mine), theirs in zip(frame.iterrows(), rows):
+        for col in header:
+            if col == "solve_ms":
+                continue
+            value = mine[col]
+            if theirs[col] == "":
+                assert value is None or value != value, (col, value)  # None or NaN
+            elif isinstance(value, bool) or col.endswith("fits") or col == "evaluated_valid_schedule":
+                assert str(value).lower() == theirs[col], col
+            elif isinstance(value, (int, float)):
+                assert float(value) == float(theirs[col]), (mine["algorithm"], col)
+            else:
+                assert str(value) == theirs[col], col
+
+
+def test_compare_returns_solutions_and_says_why_not():
+    inst = SMALL["resnet50"]()
+    odd = pipeplan.generate("resnet50", gpus=3, memory="8GiB", bandwidth="12GB/s")
+    frame, sols = pipeplan.compare([inst, odd], "uniform,galvatron-bmw", time_limit=5, solutions=True)
+    assert list(frame["instance"]) == [inst.name, inst.name, odd.name, odd.name]
+    assert len(sols) == 4
+    for (_, row), sol in zip(frame.iterrows(), sols):
+        assert (sol is not None) == (row["result"] == "solved")
+        if sol is not None:
+            assert sol.algorithm == row["algorithm"]
+            assert sol.evaluated["throughput"] == row["evaluated_throughput"]
+        else:
+            assert row["reason"]
+    # Galvatron declines three GPUs.
+    assert frame.iloc[3]["result"] == "unsupported"
+
+
+def test_compare_without_pandas_gives_dicts(monkeypatch):
+    import builtins
+
+    real = builtins.__import__
+
+    def no_pandas(name, *args, **kwargs):
+        if name == "pandas":
+            raise ImportError("no pandas here")
+        return real(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_pandas)
+    rows = pipeplan.compare(SMALL["resnet50"](), ["uniform"], time_limit=5)
+    assert isinstance(rows, list) and rows[0]["algorithm"] == "uniform"
+    assert rows[0]["result"] == "solved"
+
+
+def test_solve_errors_are_the_clis(cli, tmp_path):
+    path = ROOT / "instances" / "resnet50-1000px-b8-4gpu-8gib.json"
+    cases = [
+        (("no-such-algo",), {}, pipeplan.InstanceError, ["--algo", "no-such-algo"]),
+        (("madpipe",), {"no_such_setting": 3}, pipeplan.InstanceError, ["--algo", "madpipe", "--set", "no_such_setting=3"]),
+        (("madpipe",), {"stages": 0}, pipeplan.InstanceError, ["--algo", "madpipe", "--stages", "0"]),
+        (("uniform",), {"time_limit": "soon"}, pipeplan.InstanceError, None),
+    ]
+    for args, kwargs, error, cli_args in cases:
+        with pytest.raises(error) as e:
+            pipeplan.solve(path, *args, **kwargs)
+        assert isinstance(e.value, ValueError)
+        if cli_args:
+            out = cli("solve", path, *cli_args, ok=False)
+            assert out.returncode == 2
+            assert out.stderr.strip() == f"error: {e.value}"
+
+
+def test_unsupported_and_infeasible_raise_their_classes(cli, tmp_path):
+    odd = pipeplan.generate("resnet50", gpus=3, memory="8GiB", bandwidth="12GB/s")
+    with pytest.raises(pipeplan.UnsupportedError) as e:
+        pipeplan.solve(odd, "galvatron-bmw")
+    path = tmp_path / "odd.json"
+    path.write_text(odd.to_json())
+    out = cli("solve", path, "--algo", "galvatron-bmw", ok=False)
+    assert out.returncode == 2 and out.stderr.strip() == f"error: {e.value}"
+
+    tiny = pipeplan.generate("resnet50", gpus=2, memory="64MiB", bandwidth="12GB/s")
+    with pytest.raises(pipeplan.InfeasibleError) as e:
+        pipeplan.solve(tiny, "madpipe", time_limit=10)
+    assert not isinstance(e.value, ValueError)
+    path = tmp_path / "tiny.json"
+    path.write_text(tiny.to_json())
+    out = cli("solve", path, "--algo", "madpipe", "--time-limit", "10", ok=False)
+    assert out.returncode == 1 and out.stderr.strip() == f"error: {e.value}"
+
+
+def test_evaluate_rejects_a_plan_of_another_instance():
+    small = SMALL["resnet50"]()
+    sol = pipeplan.solve(small, "uniform")
+    two = pipeplan.generate("resnet50", gpus=2, memory="8GiB", bandwidth="12GB/s")
+    with pytest.raises(pipeplan.InstanceError, match="gpu"):
+        pipeplan.evaluate(sol, two)
+
+
+def slow_solve(time_limit):
+    """A solve that runs until its time limit: mCAP's Bayesian optimization on a large instance."""
+    big = ROOT / "instances" / "densenet121-1000px-b8-8gpu-4gib.json"
+    return pipeplan.solve(big, "mcap-bo", time_limit=time_limit)
+
+
+def test_a_solve_in_a_thread_does_not_block_another_thread():
+    done = threading.Event()
+    result = {}
+
+    def work():
+        start = time.perf_counter()
+        try:
+            result["solution"] = slow_solve(2)
+        except pipeplan.PipeplanError as e:
+            result["error"] = e
+        result["seconds"] = time.perf_counter() - start
+        done.set()
+
+    t = threading.Thread(target=work)
+    t.start()
+    # Pure-Python work on this thread: it progresses only while the solve does not hold the GIL.
+    longest_stall, ticks, last = 0.0, 0, time.perf_counter()
+    while not done.is_set():
+        sum(range(1000))
+        now = time.perf_counter()
+        longest_stall, last, ticks = max(longest_stall, now - last), now, ticks + 1
+    t.join()
+    assert result["seconds"] > 1.0, "the solve ended too soon to show anything"
+    assert ticks > 1000
+    assert longest_stall < 0.5, f"this thread stalled {longest_stall:.2f} s during the solve"
+
+
+def interrupt_after(seconds):
+    timer = threading.Timer(seconds, _thread.interrupt_main)
+    timer.start()
+    return timer
+
+
+def test_ctrl_c_stops_a_long_compare_cleanly():
+    big = [ROOT / "instances" / "densenet121-1000px-b8-8gpu-4gib.json"] * 3
+    timer = interrupt_after(1.0)
+    start = time.perf_counter()
+    with pytest.raises(KeyboardInterrupt):
+        # Three solves of up to 60 s each without Ctrl-C.
+        pipeplan.compare(big, ["mcap-bo"], time_limit=60)
+    elapsed = time.perf_counter() - start
+    timer.join()
+    assert elapsed < 15, f"compare took {elapsed:.1f} s to stop"
+    # The package still works afterwards.
+    assert pipeplan.solve(SMALL["resnet50"](), "uniform").algorithm == "uniform"
+
+
+def test_ctrl_c_stops_a_long_solve():
+    timer = interrupt_after(1.0)
+    start = time.perf_counter()
+    with pytest.raises(KeyboardInterrupt):
+        slow_solve(60)
+    timer.join()
+    assert time.perf_counter() - start < 15
