@@ -6,7 +6,7 @@ use crate::report::{self, Record};
 use crate::table::Table;
 use pipeplan_formulations::evaluate::evaluate as judge;
 use pipeplan_formulations::Instance;
-use pipeplan_solvers::algorithm::{Algorithm, SolveError, SolveOptions};
+use pipeplan_solvers::algorithm::{Algorithm, SolveOptions};
 use pipeplan_solvers::{harness, registry};
 
 fn options(f: &SolveFlags) -> SolveOptions {
@@ -38,17 +38,7 @@ pub fn solve(a: SolveArgs) -> Result<(), Failure> {
             &u,
         )));
     }
-    let sol = harness::run(algo.as_ref(), &inst, &options(&a.flags)).map_err(|e| match e {
-        // No plan: say what no plan can avoid (docs/evaluator.md, "Explanations").
-        SolveError::Infeasible(why) => Failure {
-            code: NO_PLAN,
-            message: format!(
-                "{why}; {}",
-                pipeplan_formulations::evaluate::explain::certificate(&inst).line()
-            ),
-        },
-        e => e.into(),
-    })?;
+    let sol = harness::run(algo.as_ref(), &inst, &options(&a.flags))?;
     if let Some(p) = &a.output {
         write_or_print(Some(p), &report::json(&sol))?;
     }

@@ -63,7 +63,14 @@ pub fn run_interruptible(
         ctx.deadline = ctx.deadline.with_interrupt(Arc::clone(flag));
     }
     let start = Instant::now();
-    let mut sol = algo.compute(inst, &ctx)?;
+    let mut sol = algo.compute(inst, &ctx).map_err(|e| match e {
+        // No plan: say what no plan can avoid (docs/evaluator.md, "Explanations").
+        SolveError::Infeasible(why) => SolveError::Infeasible(format!(
+            "{why}; {}",
+            pipeplan_formulations::evaluate::explain::certificate(inst).line()
+        )),
+        e => e,
+    })?;
     sol.stats.wall_ms = start.elapsed().as_secs_f64() * 1e3;
     let eval = evaluate(inst, &sol.plan).map_err(|e| {
         if e.is_about_plan() {
