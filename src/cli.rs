@@ -3,6 +3,8 @@
 
 pub use crate::args::TimeLimit;
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use pipeplan_formulations::export::Format as ExportFormat;
+use pipeplan_formulations::plan_from::PlanFormat;
 use std::path::PathBuf;
 
 /// Memory-aware partitioning of DNN training across GPUs: research planners, exact references
@@ -27,6 +29,9 @@ pub enum Command {
     Compare(CompareArgs),
     /// Judge a plan file against an instance with the neutral evaluator.
     Evaluate(EvaluateArgs),
+    /// Write a plan in a training runtime's format (galvatron, pipedream, megatron, torchtitan,
+    /// deepspeed).
+    Export(ExportArgs),
     /// Check instance files; print one line per file.
     Validate(ValidateArgs),
     /// Make an instance from a profile of another tool.
@@ -173,12 +178,36 @@ pub struct CompareArgs {
 #[derive(Debug, Args)]
 pub struct EvaluateArgs {
     /// Plan file: a plan (`{"stages": ..., "schedule": ...}`) or a solution printed by
-    /// `pipeplan solve --json` (its `plan` is used).
+    /// `pipeplan solve --json` (its `plan` is used); with `--plan-from`, the runtime's file.
     pub plan: PathBuf,
     /// Instance file (`-` reads standard input).
     pub instance: PathBuf,
+    /// Read the plan file in a runtime's format: `galvatron` (the engine's output config) or
+    /// `pipedream` (a runtime configuration, with `--modules`).
+    #[arg(long, value_name = "FORMAT", value_parser = |s: &str| s.parse::<PlanFormat>())]
+    pub plan_from: Option<PlanFormat>,
+    /// With `--plan-from pipedream`: the partitioned graph (`stage_id=N` per node) whose stages
+    /// are the runtime's modules.
+    #[arg(long, value_name = "FILE", requires = "plan_from")]
+    pub modules: Option<PathBuf>,
     #[command(flatten)]
     pub out: OutputArgs,
+}
+
+/// `pipeplan export`.
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    /// Plan file: a plan, or a solution (`solve --json` / `solve -o`; a Galvatron planner's
+    /// solution also carries its vocabulary tp, embedding sharding and global batch).
+    pub solution: PathBuf,
+    /// Instance file (`-` reads standard input).
+    pub instance: PathBuf,
+    /// Runtime format: galvatron, pipedream, megatron, torchtitan or deepspeed.
+    #[arg(long, value_name = "FORMAT", value_parser = |s: &str| s.parse::<ExportFormat>())]
+    pub to: ExportFormat,
+    /// Write the file here instead of standard output (`-`: standard output).
+    #[arg(long, short)]
+    pub output: Option<PathBuf>,
 }
 
 /// `pipeplan validate`.

@@ -1,6 +1,7 @@
 //! One module per group of subcommands, and the error every command returns.
 
 pub mod cluster;
+pub(crate) mod export;
 mod files;
 pub mod max_batch;
 pub mod profile_plan;
@@ -64,6 +65,7 @@ pub fn run(cmd: Command) -> Result<(), Failure> {
         Command::Solve(a) => solving::solve(a),
         Command::Compare(a) => solving::compare(a),
         Command::Evaluate(a) => solving::evaluate(a),
+        Command::Export(a) => export::run(a),
         Command::Algorithms(a) => solving::algorithms(a),
         Command::Validate(a) => files::validate(a),
         Command::Import(a) => files::import(a),

@@ -125,7 +125,10 @@ fn read_plan(path: &Path) -> Result<Plan, InputError> {
 /// `pipeplan evaluate`.
 pub fn evaluate(a: EvaluateArgs) -> Result<(), Failure> {
     let inst = super::read_instance(&a.instance)?;
-    let plan = read_plan(&a.plan)?;
+    let plan = match super::export::plan_of(&a, &inst)? {
+        Some(rp) => rp.plan,
+        None => read_plan(&a.plan)?,
+    };
     let e = judge(&inst, &plan).map_err(|e| {
         let file = if e.is_about_plan() {
             &a.plan
