@@ -11,7 +11,8 @@ use std::path::PathBuf;
 /// and one neutral evaluator over one instance format.
 ///
 /// Exit codes: 0 success; 1 the solver found no feasible plan (or, for `compare`, no algorithm
-/// produced a plan); 2 bad input (unreadable or invalid file, bad option, unsupported algorithm).
+/// produced a plan); 2 bad input (unreadable or invalid file, bad option, unsupported algorithm,
+/// a plan the runtime of `export` cannot run).
 #[derive(Debug, Parser)]
 #[command(name = "pipeplan", version, propagate_version = true)]
 pub struct Cli {

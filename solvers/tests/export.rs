@@ -57,9 +57,12 @@ fn read_back(format: Format, inst: &Instance, rp: &RuntimePlan, text: &str) {
     }
 }
 
+/// GPUs (in order), dp, tp, sharded, checkpointed, swapped, recomputed.
+type LayerUse = (Vec<u32>, u32, u32, bool, bool, bool, bool);
+
 /// What a plan does with each layer: its GPUs (in order), degrees, sharding and memory
 /// actions. Neighbouring stages doing the same on the same GPUs are one run in a runtime's file.
-fn per_layer(plan: &Plan) -> Vec<(Vec<u32>, u32, u32, bool, bool, bool, bool)> {
+fn per_layer(plan: &Plan) -> Vec<LayerUse> {
     plan.stages
         .iter()
         .flat_map(|s| {

@@ -4,10 +4,11 @@
 use super::{read_instance, write_or_print, Failure};
 use crate::cli::{EvaluateArgs, ExportArgs};
 use pipeplan_formulations::evaluate::evaluate as judge;
-use pipeplan_formulations::export::{export, ExportError, Inexpressible, RuntimePlan};
+use pipeplan_formulations::export::{export, layout, ExportError, Inexpressible, RuntimePlan};
 use pipeplan_formulations::plan_from::ReadOptions;
 use pipeplan_formulations::units::{fmt_bytes, fmt_ms};
-use pipeplan_formulations::{Evaluation, InputError, Instance};
+use pipeplan_formulations::{Evaluation, InputError, Instance, Plan, Schedule, Stage};
+use std::collections::BTreeSet;
 use std::path::Path;
 
 fn read_text(path: &Path) -> Result<String, InputError> {
@@ -38,13 +39,42 @@ fn inexpressible(file: &Path, inst: &Instance, rp: &RuntimePlan, x: &Inexpressib
         Err(e) => format!("not evaluated: {e}"),
     };
     format!(
-        "{}: {} cannot run this plan as it is: {}. The nearest plan it runs evaluates to {} \
+        "{}: {} cannot run this plan as it is: {}. The nearest plan it runs ({}) evaluates to {} \
          (this plan: {}); nothing was written",
         file.display(),
         x.format.runtime(),
         x.reasons.join("; "),
+        shape(inst, &x.nearest),
         cost(&x.nearest),
         cost(&rp.plan),
+    )
+}
+
+/// Stages, degrees, schedule and batch of a plan, in a few words.
+fn shape(inst: &Instance, plan: &Plan) -> String {
+    let set = |f: &dyn Fn(&Stage) -> u32| {
+        let v: BTreeSet<u32> = plan.stages.iter().map(f).collect();
+        v.iter().map(u32::to_string).collect::<Vec<_>>().join("/")
+    };
+    let positions = plan
+        .positions()
+        .map_or(plan.stages.len(), |p| p.last().map_or(0, |&x| x + 1));
+    let batch = match &plan.schedule {
+        Schedule::Async { .. } => "asynchronous".to_string(),
+        s => {
+            let (micro, m) = layout::batch(inst, plan);
+            let kind = if matches!(s, Schedule::Gpipe { .. }) {
+                "GPipe"
+            } else {
+                "1F1B"
+            };
+            format!("{kind}, {m} micro-batches of {micro} samples")
+        }
+    };
+    format!(
+        "{positions} pipeline stages, tp {}, dp {}, {batch}",
+        set(&|s| s.tp),
+        set(&|s| s.dp)
     )
 }
 

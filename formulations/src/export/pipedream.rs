@@ -62,23 +62,33 @@ pub fn limits(_inst: &Instance, rp: &RuntimePlan) -> Vec<String> {
             used.len()
         ));
     }
-    for (s, st) in plan.stages.iter().enumerate() {
-        if st.tp > 1 {
-            why.push(format!(
-                "stage {s} is {}-way tensor parallel; PipeDream has no tensor parallelism",
-                st.tp
-            ));
-        }
-        if st.sdp {
-            why.push(format!(
-                "stage {s} shards its model states (ZeRO-3); PipeDream replicates them"
-            ));
-        }
-        if !st.checkpoint.is_empty() {
-            why.push(format!(
-                "stage {s} checkpoints activations; PipeDream's runtime stashes every activation"
-            ));
-        }
+    let which = |f: &dyn Fn(&Stage) -> bool| -> Option<String> {
+        let v: Vec<String> = (0..plan.stages.len())
+            .filter(|&s| f(&plan.stages[s]))
+            .map(|s| s.to_string())
+            .collect();
+        (!v.is_empty()).then(|| {
+            format!(
+                "stage{} {}",
+                if v.len() > 1 { "s" } else { "" },
+                v.join(", ")
+            )
+        })
+    };
+    if let Some(s) = which(&|st| st.tp > 1) {
+        why.push(format!(
+            "{s}: tensor parallel; PipeDream has no tensor parallelism"
+        ));
+    }
+    if let Some(s) = which(&|st| st.sdp) {
+        why.push(format!(
+            "{s}: sharded model states (ZeRO-3); PipeDream replicates them"
+        ));
+    }
+    if let Some(s) = which(&|st| !st.checkpoint.is_empty()) {
+        why.push(format!(
+            "{s}: activation checkpointing; PipeDream's runtime stashes every activation"
+        ));
     }
     why.extend(super::layout::memory_actions(plan, "PipeDream"));
     why

@@ -54,7 +54,7 @@ pub fn read(text: &str, inst: &Instance) -> Result<RuntimePlan, InputError> {
     }
     let w = gpus / pp;
     let division = split(&cfg.pp_division, "pp_division")?;
-    if division.len() != pp as usize || division.iter().any(|&d| d == 0) {
+    if division.len() != pp as usize || division.contains(&0) {
         return Err(bad(
             "pp_division",
             format!("{division:?} is not {pp} positive layer counts (pp_deg)"),
