@@ -3,13 +3,16 @@
 
 pub use crate::args::TimeLimit;
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use pipeplan_formulations::export::Format as ExportFormat;
+use pipeplan_formulations::plan_from::PlanFormat;
 use std::path::PathBuf;
 
 /// Memory-aware partitioning of DNN training across GPUs: research planners, exact references
 /// and one neutral evaluator over one instance format.
 ///
 /// Exit codes: 0 success; 1 the solver found no feasible plan (or, for `compare`, no algorithm
-/// produced a plan); 2 bad input (unreadable or invalid file, bad option, unsupported algorithm).
+/// produced a plan); 2 bad input (unreadable or invalid file, bad option, unsupported algorithm,
+/// a plan the runtime of `export` cannot run).
 #[derive(Debug, Parser)]
 #[command(name = "pipeplan", version, propagate_version = true)]
 pub struct Cli {
@@ -27,6 +30,9 @@ pub enum Command {
     Compare(CompareArgs),
     /// Judge a plan file against an instance with the neutral evaluator.
     Evaluate(EvaluateArgs),
+    /// Write a plan in a training runtime's format (galvatron, pipedream, megatron, torchtitan,
+    /// deepspeed).
+    Export(ExportArgs),
     /// Check instance files; print one line per file.
     Validate(ValidateArgs),
     /// Make an instance from a profile of another tool.
@@ -191,10 +197,19 @@ pub struct CompareArgs {
 #[derive(Debug, Args)]
 pub struct EvaluateArgs {
     /// Plan file: a plan (`{"stages": ..., "schedule": ...}`) or a solution printed by
-    /// `pipeplan solve --json` (its `plan` is used).
+    /// `pipeplan solve --json` (its `plan` is used); with `--plan-from`, the runtime's file.
     pub plan: PathBuf,
     /// Instance file (`-` reads standard input).
     pub instance: PathBuf,
+    /// Read the plan file in a runtime's format: `galvatron` (the engine's output config),
+    /// `pipedream` (a runtime configuration, with `--modules`) or `sailor` (a Sailor plan file,
+    /// e.g. a measured run's `plan_config_*.json`).
+    #[arg(long, value_name = "FORMAT", value_parser = |s: &str| s.parse::<PlanFormat>())]
+    pub plan_from: Option<PlanFormat>,
+    /// With `--plan-from pipedream`: the partitioned graph (`stage_id=N` per node) whose stages
+    /// are the runtime's modules.
+    #[arg(long, value_name = "FILE", requires = "plan_from")]
+    pub modules: Option<PathBuf>,
     #[command(flatten)]
     pub out: OutputArgs,
     #[command(flatten)]
@@ -304,6 +319,22 @@ pub struct CalibrateArgs {
     pub runs: RunsArgs,
     /// Write the calibration file here (default: standard output, the summary on standard
     /// error).
+    #[arg(long, short)]
+    pub output: Option<PathBuf>,
+}
+
+/// `pipeplan export`.
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    /// Plan file: a plan, or a solution (`solve --json` / `solve -o`; a Galvatron planner's
+    /// solution also carries its vocabulary tp, embedding sharding and global batch).
+    pub solution: PathBuf,
+    /// Instance file (`-` reads standard input).
+    pub instance: PathBuf,
+    /// Runtime format: galvatron, pipedream, megatron, torchtitan or deepspeed.
+    #[arg(long, value_name = "FORMAT", value_parser = |s: &str| s.parse::<ExportFormat>())]
+    pub to: ExportFormat,
+    /// Write the file here instead of standard output (`-`: standard output).
     #[arg(long, short)]
     pub output: Option<PathBuf>,
 }

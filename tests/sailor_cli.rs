@@ -206,3 +206,49 @@ fn import_from_sailor_needs_a_gpu_type_and_writes_a_valid_instance() {
     assert_eq!(v["cluster"]["gpus"], 32);
     assert_eq!(v["model"]["layers"].as_array().unwrap().len(), 34);
 }
+
+#[test]
+fn evaluate_plan_from_sailor_judges_a_measured_run_as_accuracy_does() {
+    let Some(root) = sailor() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let inst = dir.path().join("opt.json");
+    let config = root
+        .join("Planner/simulations/configs/training_config_opt_350.json")
+        .display()
+        .to_string();
+    let out = pipeplan(&[
+        "import",
+        "--from",
+        "sailor",
+        &config,
+        "--gpu-type",
+        "GH-96",
+        "--nodes",
+        "4",
+        "--batch",
+        "1",
+        "-o",
+        inst.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let run =
+        root.join("Planner/simulations/validation/clariden/OPT-350/N4/plan_config_N4_D2.json");
+    let out = pipeplan(&[
+        "evaluate",
+        "--plan-from",
+        "sailor",
+        run.to_str().unwrap(),
+        inst.to_str().unwrap(),
+        "--json",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let ev: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let acc: Value = serde_json::from_str(&stdout(&pipeplan(&[
+        "accuracy",
+        run.to_str().unwrap(),
+        "--json",
+    ])))
+    .unwrap();
+    let predicted = acc["runs"][0]["predicted_iteration_ms"].as_f64().unwrap();
+    assert!((ev["iteration_ms"].as_f64().unwrap() - predicted).abs() < 1e-9 * predicted);
+}

@@ -28,12 +28,14 @@ pub mod cost;
 pub mod dawnpiper;
 pub mod error;
 pub mod evaluate;
+pub mod export;
 pub mod galvatron;
 pub mod instance;
 pub mod one_f_one_b_star;
 #[cfg(feature = "testing")]
 pub mod peers;
 pub mod plan;
+pub mod plan_from;
 pub mod simulate;
 #[cfg(feature = "testing")]
 pub mod testing;

@@ -26,7 +26,9 @@ pub struct Stage {
     /// Last layer (inclusive).
     pub last: usize,
     /// GPU ids of the stage's device group; `dp * tp` of them. Several stages may name the same
-    /// GPU (e.g. MadPipe's special processor).
+    /// GPU (e.g. MadPipe's special processor). Replica `r` (its tensor-parallel group) is
+    /// `gpus[r * tp..(r + 1) * tp]`: the order tells a runtime how the groups lie on the ranks
+    /// (e.g. Galvatron's consecutive or strided tp groups); the evaluator does not depend on it.
     pub gpus: Vec<u32>,
     /// Data-parallel degree (replicas, each on `tp` GPUs).
     #[serde(default = "one", skip_serializing_if = "is_one")]

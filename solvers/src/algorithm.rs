@@ -357,6 +357,10 @@ pub struct Solution {
     /// What the algorithm derived or assumed (e.g. an extension derived from the chain).
     #[serde(skip_serializing_if = "Vec::is_empty", default)]
     pub notes: Vec<String>,
+    /// A Galvatron planner's decisions beyond the plan (vocabulary tp, embedding ZeRO-3, global
+    /// batch, default dp type), which `pipeplan export --to galvatron` writes.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub galvatron: Option<pipeplan_formulations::galvatron::output::Extras>,
 }
 
 /// A named planner: a formulation solved by some method.
@@ -404,5 +408,6 @@ pub fn solution(
         evaluated: None,
         stats,
         notes: Vec::new(),
+        galvatron: None,
     }
 }

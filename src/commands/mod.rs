@@ -3,6 +3,7 @@
 mod accuracy;
 pub mod cluster;
 mod explain;
+pub(crate) mod export;
 mod files;
 pub mod max_batch;
 mod plot;
@@ -68,6 +69,7 @@ pub fn run(cmd: Command) -> Result<(), Failure> {
         Command::Solve(a) => solving::solve(a),
         Command::Compare(a) => solving::compare(a),
         Command::Evaluate(a) => solving::evaluate(a),
+        Command::Export(a) => export::run(a),
         Command::Algorithms(a) => solving::algorithms(a),
         Command::Validate(a) => files::validate(a),
         Command::Import(a) => files::import(a),

@@ -127,7 +127,10 @@ pub fn compare(a: CompareArgs) -> Result<(), Failure> {
 /// `pipeplan evaluate`.
 pub fn evaluate(a: EvaluateArgs) -> Result<(), Failure> {
     let inst = super::read_calibrated(&a.instance, &a.calibration)?;
-    let plan = super::read_plan(&a.plan)?;
+    let plan = match super::export::plan_of(&a, &inst)? {
+        Some(rp) => rp.plan,
+        None => super::read_plan(&a.plan)?,
+    };
     let e = judge(&inst, &plan).map_err(|e| {
         let file = if e.is_about_plan() {
             &a.plan

@@ -8,7 +8,8 @@
 //! - [`settings`]: the engine's search arguments and its quirks' switches;
 //! - [`strategy`]: the decision tree of per-layer strategies;
 //! - [`cost`]: the engine's memory, time, transition and pipeline cost models;
-//! - [`fit`]: the curve fits of its `sequence` profile modes.
+//! - [`fit`]: the curve fits of its `sequence` profile modes;
+//! - [`output`]: the engine's output config, which its training runtime reads.
 //!
 //! Formulas, quirks and the import interface: `docs/galvatron.md`.
 
@@ -16,6 +17,7 @@ pub mod cost;
 pub mod derive;
 pub mod fit;
 pub mod import;
+pub mod output;
 pub mod profile;
 mod profile_modes;
 pub mod settings;

@@ -188,6 +188,7 @@ impl Algorithm for Galvatron {
             .counters
             .insert("partitions".into(), counters.partitions as f64);
         let mut sol = solution(self, inst, plan, claimed, stats);
+        sol.galvatron = Some(plan::extras(&lt, &found));
         let b = &found.best;
         sol.notes.push(format!(
             "batch {} in {} micro-batches, pp {}, division {:?}, vocab tp {}, min_tp {}, embed_sdp {}",

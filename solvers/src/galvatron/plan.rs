@@ -1,10 +1,13 @@
 //! Galvatron results in the common plan format: each pipeline stage's GPUs carry runs of layers
 //! with one strategy; a run is a [`Stage`], so a pipeline stage whose layers use different
 //! strategies becomes neighbouring stages on the same GPU set (one pipeline position for the
-//! evaluator under `1f1b` / `gpipe`).
+//! evaluator under `1f1b` / `gpipe`). A stage's GPUs list its replicas' tp groups in turn:
+//! consecutive ranks, or strided ones for a non-consecutive strategy (`consec = Some(false)`).
 
 use super::engine::{Engine, Found};
+use pipeplan_formulations::export::layout::strided;
 use pipeplan_formulations::galvatron::cost::{layer_memory, MemoryCall};
+use pipeplan_formulations::galvatron::output::Extras;
 use pipeplan_formulations::galvatron::{LayerTypes, PipelineType, Strategy};
 use pipeplan_formulations::{Instance, Plan, Schedule, Stage};
 
@@ -28,7 +31,11 @@ pub fn to_plan(inst: &Instance, lt: &LayerTypes, f: &Found) -> Plan {
                 tp: s.tp,
                 sdp: s.sdp(),
                 checkpoint: if s.cpt { (l..=e).collect() } else { Vec::new() },
-                gpus: gpus.clone(),
+                gpus: if s.consec == Some(false) {
+                    strided(gpus[0], s.dp, s.tp)
+                } else {
+                    gpus.clone()
+                },
                 ..Stage::single(l, e, gpus[0])
             });
             l = e + 1;
@@ -50,6 +57,16 @@ pub fn to_plan(inst: &Instance, lt: &LayerTypes, f: &Found) -> Plan {
         },
     };
     Plan { stages, schedule }
+}
+
+/// The search result's decisions the plan does not hold.
+pub fn extras(lt: &LayerTypes, f: &Found) -> Extras {
+    Extras {
+        vtp: f.best.vtp,
+        embed_sdp: f.task.embed_sdp,
+        global_bsz: f.task.bsz,
+        default_dp_type: lt.settings.default_dp_type.clone(),
+    }
 }
 
 /// Claimed memory per GPU (bytes): the stage's memory in the engine's model.

@@ -1,0 +1,112 @@
+//! Galvatron: the engine's output config ([`OutputConfig`]), which its training scripts read
+//! with `--galvatron_config_path`. Every pipeline stage runs on `world / pp_deg` ranks; a layer
+//! is tp x dp on them, its tp groups consecutive or strided (`tp_consecutive_flags`), sharded
+//! (`dp_types_enc` 1) or under `default_dp_type`, checkpointed or not.
+
+use super::layout::{self, Layout};
+use super::RuntimePlan;
+use crate::error::InputError;
+use crate::galvatron::output::{join, Extras, OutputConfig};
+use crate::galvatron::LayerTypes;
+use crate::instance::Instance;
+use crate::plan::{Plan, Schedule};
+
+/// Why Galvatron cannot run the plan as it is (empty: it can).
+pub fn limits(_inst: &Instance, rp: &RuntimePlan) -> Vec<String> {
+    let plan = &rp.plan;
+    let mut why = Vec::new();
+    if let Schedule::Async { .. } = plan.schedule {
+        why.push(
+            "the schedule is asynchronous; Galvatron trains synchronously (1F1B or GPipe)".into(),
+        );
+    }
+    match layout::standard(plan) {
+        Ok(_) => {
+            for (s, st) in plan.stages.iter().enumerate() {
+                if layout::consecutive(st).is_none() {
+                    why.push(format!(
+                        "stage {s} lists its GPUs {:?} in an order that is neither consecutive nor \
+                         strided tp groups",
+                        st.gpus
+                    ));
+                }
+            }
+        }
+        Err(e) => why.push(e),
+    }
+    why.extend(layout::memory_actions(plan, "Galvatron"));
+    why
+}
+
+/// The nearest plan Galvatron runs ([`layout::nearest`], GPipe kept).
+pub fn nearest(_inst: &Instance, plan: &Plan) -> Plan {
+    layout::nearest(plan, true, false)
+}
+
+/// The output config of an expressible plan.
+pub fn write(inst: &Instance, rp: &RuntimePlan) -> Result<String, InputError> {
+    let cfg = config(inst, rp)?;
+    Ok(serde_json::to_string_pretty(&cfg).expect("serializable"))
+}
+
+/// The output config of an expressible plan ([`limits`] empty).
+pub fn config(inst: &Instance, rp: &RuntimePlan) -> Result<OutputConfig, InputError> {
+    let plan = &rp.plan;
+    let lay: Layout = layout::standard(plan).map_err(|e| InputError::field("plan.stages", e))?;
+    let n = inst.num_layers();
+    let (mut tp, mut consec, mut sdp, mut ckpt) = (vec![0; n], vec![0; n], vec![0; n], vec![0; n]);
+    for st in &plan.stages {
+        let c = layout::consecutive(st).unwrap_or(true);
+        for l in st.first..=st.last {
+            tp[l] = st.tp;
+            consec[l] = c as u8;
+            sdp[l] = st.sdp as u8;
+            ckpt[l] = st.checkpoint.contains(&l) as u8;
+        }
+    }
+    let (micro, m) = layout::batch(inst, plan);
+    let extras = match &rp.galvatron {
+        Some(x) => {
+            if x.global_bsz.div_ceil(m as u64) != micro as u64 {
+                return Err(InputError::field(
+                    "galvatron.global_bsz",
+                    format!(
+                        "{} samples in {m} micro-batches are not the plan's micro-batches of \
+                         {micro} samples",
+                        x.global_bsz
+                    ),
+                ));
+            }
+            x.clone()
+        }
+        None => Extras {
+            vtp: 1,
+            embed_sdp: false,
+            global_bsz: micro as u64 * m as u64,
+            default_dp_type: LayerTypes::from_instance(inst)?
+                .map_or_else(|| "ddp".into(), |lt| lt.settings.default_dp_type),
+        },
+    };
+    Ok(OutputConfig {
+        pp_deg: lay.pp() as u32,
+        tp_sizes_enc: join(&tp),
+        tp_consecutive_flags: join(&consec),
+        dp_types_enc: join(&sdp),
+        use_sp: Some(join(&vec![0; n])),
+        checkpoint: join(&ckpt),
+        global_bsz: extras.global_bsz,
+        chunks: m as u64,
+        pp_division: join(&lay.division(plan)),
+        pipeline_type: match plan.schedule {
+            Schedule::Gpipe { .. } => "gpipe",
+            _ => "pipedream_flush",
+        }
+        .into(),
+        default_dp_type: extras.default_dp_type,
+        vtp: Some(extras.vtp),
+        vsp: Some(0),
+        embed_sdp: Some(extras.embed_sdp as u32),
+        cp_sizes_enc: None,
+        vcp: None,
+    })
+}

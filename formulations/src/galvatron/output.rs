@@ -1,0 +1,93 @@
+//! The engine's output config: the JSON Galvatron's search writes for its training runtime
+//! (`save_results` with `strategy2config`), read back by the runtime's `config2strategy`.
+//! Per-layer lists are comma-separated strings; flags are 0 or 1.
+//!
+//! [`Extras`] are the decisions of a Galvatron plan that the neutral [`Plan`](crate::Plan) does
+//! not hold (vocabulary tp, embedding ZeRO-3, the global batch, the default data-parallel type);
+//! a solution of a Galvatron planner carries them so that its export is the engine's file.
+
+use crate::error::InputError;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// The engine's output config, field for field in the engine's order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OutputConfig {
+    /// Pipeline degree.
+    pub pp_deg: u32,
+    /// Tensor-parallel degree per layer.
+    pub tp_sizes_enc: String,
+    /// Per layer: 1 when tp groups are consecutive ranks, 0 when strided.
+    pub tp_consecutive_flags: String,
+    /// Per layer: 1 for sharded data parallelism (ZeRO-3), 0 for `default_dp_type`.
+    pub dp_types_enc: String,
+    /// Per layer: 1 for sequence parallelism (absent in older configs: all 0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub use_sp: Option<String>,
+    /// Per layer: 1 for activation checkpointing.
+    pub checkpoint: String,
+    /// Samples per iteration.
+    pub global_bsz: u64,
+    /// Micro-batches per iteration.
+    pub chunks: u64,
+    /// Layers per pipeline stage.
+    pub pp_division: String,
+    /// `pipedream_flush` (1F1B) or `gpipe`.
+    pub pipeline_type: String,
+    /// Data parallelism of layers whose `dp_types_enc` is 0: `ddp` or `zero2`.
+    pub default_dp_type: String,
+    /// Vocabulary (embedding and head) tp degree (default 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vtp: Option<u32>,
+    /// Vocabulary sequence parallelism (default 0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vsp: Option<u32>,
+    /// Embedding and head under ZeRO-3 (0 or 1, default 0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub embed_sdp: Option<u32>,
+    /// Context-parallel degree per layer (newer engines); read only when every entry is 1.
+    #[serde(default, skip_serializing)]
+    pub cp_sizes_enc: Option<String>,
+    /// Vocabulary context-parallel degree (newer engines); read only when 1.
+    #[serde(default, skip_serializing)]
+    pub vcp: Option<u32>,
+}
+
+/// A Galvatron plan's decisions beyond the neutral plan.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Extras {
+    /// Vocabulary (embedding and head) tensor-parallel degree.
+    pub vtp: u32,
+    /// Embedding and head under sharded data parallelism (ZeRO-3).
+    pub embed_sdp: bool,
+    /// Samples per iteration (micro-batches may be uneven: the plan's micro-batch is the
+    /// largest, `global_bsz` divided by the micro-batch count rounded up).
+    pub global_bsz: u64,
+    /// Data parallelism of the layers not sharded: `ddp` or `zero2`.
+    pub default_dp_type: String,
+}
+
+/// `a,b,c` of numbers.
+pub fn join<T: ToString>(v: &[T]) -> String {
+    v.iter().map(T::to_string).collect::<Vec<_>>().join(",")
+}
+
+/// The numbers of a comma-separated field; errors name the field.
+pub fn split(text: &str, field: &str) -> Result<Vec<u64>, InputError> {
+    text.split(',')
+        .enumerate()
+        .map(|(i, x)| {
+            x.trim().parse::<u64>().map_err(|_| {
+                InputError::field(
+                    field,
+                    format!(
+                        "entry {i} is `{}`: expected a comma-separated list of whole numbers",
+                        x.trim()
+                    ),
+                )
+            })
+        })
+        .collect()
+}

@@ -1,0 +1,99 @@
+//! Plans of other tools read back into pipeplan plans, so the neutral evaluator can judge the
+//! plan a user's existing tool produced (`pipeplan evaluate --plan-from FORMAT CONFIG INSTANCE`).
+//!
+//! | [`PlanFormat`] | file | module |
+//! |---|---|---|
+//! | `galvatron` | the engine's output config | [`galvatron`] |
+//! | `pipedream` | the runtime configuration, with the partitioned graph naming each module's layers | [`pipedream`] |
+//! | `sailor` | a Sailor plan file (`plan_config_*.json`) | [`sailor`] |
+//!
+//! Each reader is the inverse of the matching [`crate::export`] writer: exporting a plan and
+//! reading the file back gives the same plan. A file that sets something pipeplan's plans cannot
+//! hold (e.g. Galvatron's sequence parallelism) is refused with the field named, never read as
+//! a different plan.
+
+pub mod galvatron;
+pub mod pipedream;
+pub mod sailor;
+
+use crate::error::InputError;
+use crate::export::RuntimePlan;
+use crate::instance::Instance;
+use std::fmt;
+use std::str::FromStr;
+
+/// What a reader may need besides the plan file and the instance.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ReadOptions {
+    /// PipeDream: the partitioned graph (`stage_id=N` per node) whose stages are the runtime's
+    /// modules, as (file name for messages, text).
+    pub modules: Option<(String, String)>,
+}
+
+/// The plan formats pipeplan reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum PlanFormat {
+    /// Galvatron's output config.
+    Galvatron,
+    /// PipeDream's runtime configuration.
+    Pipedream,
+    /// A Sailor plan file.
+    Sailor,
+}
+
+impl PlanFormat {
+    /// Every format.
+    pub const ALL: [PlanFormat; 3] = [
+        PlanFormat::Galvatron,
+        PlanFormat::Pipedream,
+        PlanFormat::Sailor,
+    ];
+
+    /// The name on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            PlanFormat::Galvatron => "galvatron",
+            PlanFormat::Pipedream => "pipedream",
+            PlanFormat::Sailor => "sailor",
+        }
+    }
+
+    /// The plan a file of this format describes, on `inst`'s chain and cluster; checked
+    /// against the instance.
+    pub fn read(
+        self,
+        text: &str,
+        inst: &Instance,
+        opts: &ReadOptions,
+    ) -> Result<RuntimePlan, InputError> {
+        let rp = match self {
+            PlanFormat::Galvatron => galvatron::read(text, inst)?,
+            PlanFormat::Pipedream => pipedream::read(text, inst, opts)?,
+            PlanFormat::Sailor => sailor::read(text, inst)?,
+        };
+        rp.plan.check(inst)?;
+        Ok(rp)
+    }
+}
+
+impl fmt::Display for PlanFormat {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for PlanFormat {
+    type Err = String;
+    fn from_str(s: &str) -> Result<PlanFormat, String> {
+        PlanFormat::ALL
+            .into_iter()
+            .find(|f| f.name() == s)
+            .ok_or_else(|| {
+                let names: Vec<&str> = PlanFormat::ALL.iter().map(|f| f.name()).collect();
+                format!(
+                    "unknown plan format `{s}`; expected one of {}",
+                    names.join(", ")
+                )
+            })
+    }
+}

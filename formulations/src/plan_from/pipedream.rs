@@ -1,0 +1,165 @@
+//! PipeDream's runtime configuration ([`RuntimeConfig`]) as a plan. The configuration maps
+//! modules to stages and stages to ranks; which layers a module holds is in the partitioned
+//! graph the code generator read (`stage_id=N` on each node line: module `N`), given as
+//! [`ReadOptions::modules`]. Its node ids are matched to the instance's layer names (an
+//! instance imported from the same profile, `import --from pipedream`, has them). The last
+//! module may be the criterion, which holds no layer. Every stage becomes a [`Stage`] whose
+//! replicas are its ranks (rank = GPU id), asynchronous as PipeDream runs.
+
+use super::ReadOptions;
+use crate::error::InputError;
+use crate::export::pipedream::RuntimeConfig;
+use crate::export::RuntimePlan;
+use crate::instance::Instance;
+use crate::plan::{Plan, Schedule, Stage};
+use std::collections::BTreeMap;
+
+fn bad(field: &str, msg: impl Into<String>) -> InputError {
+    InputError::field(field, msg)
+}
+
+/// `node -> module` of a partitioned graph: node lines ending in `-- stage_id=N`.
+fn modules(text: &str) -> Result<BTreeMap<String, usize>, InputError> {
+    let mut out = BTreeMap::new();
+    for (i, line) in text.lines().enumerate() {
+        if line.starts_with('\t') || line.trim().is_empty() {
+            continue;
+        }
+        let parts: Vec<&str> = line.split(" -- ").map(str::trim).collect();
+        let Some(sid) = parts.last().and_then(|p| p.strip_prefix("stage_id=")) else {
+            continue;
+        };
+        let sid = sid.parse().map_err(|_| {
+            bad(
+                &format!("line {}", i + 1),
+                format!("stage_id=`{sid}` is not a whole number"),
+            )
+        })?;
+        out.insert(parts[0].to_string(), sid);
+    }
+    if out.is_empty() {
+        return Err(bad(
+            "",
+            "no node line ends in `-- stage_id=N`: not a partitioned PipeDream graph",
+        ));
+    }
+    Ok(out)
+}
+
+/// Reads a runtime configuration.
+pub fn read(text: &str, inst: &Instance, opts: &ReadOptions) -> Result<RuntimePlan, InputError> {
+    let cfg: RuntimeConfig = crate::error::parse_json(text, "PipeDream runtime configuration")?;
+    let (name, graph) = opts.modules.as_ref().ok_or_else(|| {
+        bad(
+            "module_to_stage_map",
+            "which layers each module holds is in the partitioned graph the code generator \
+             read: give it (--modules FILE)",
+        )
+    })?;
+    let by_node = modules(graph).map_err(|e| e.in_file(std::path::Path::new(name)))?;
+    // Module of every layer, and each module's layer range.
+    let n = inst.num_layers();
+    let mut module_of = Vec::with_capacity(n);
+    for layer in &inst.model.layers {
+        let m = by_node.get(&layer.name).copied().ok_or_else(|| {
+            bad(
+                "module_to_stage_map",
+                format!(
+                    "layer `{}` of the instance is in no module of the partitioned graph",
+                    layer.name
+                ),
+            )
+        })?;
+        module_of.push(m);
+    }
+    let stages_n = cfg.stage_to_rank_map.len();
+    let map = &cfg.module_to_stage_map;
+    let mut ranges: BTreeMap<usize, (usize, usize)> = BTreeMap::new();
+    for (l, &m) in module_of.iter().enumerate() {
+        let r = ranges.entry(m).or_insert((l, l));
+        if r.1 + 1 != l && r.0 != l {
+            return Err(bad(
+                "module_to_stage_map",
+                format!("module {m}'s layers are not contiguous in the instance's chain (layer {l}, `{}`)", inst.model.layers[l].name),
+            ));
+        }
+        r.1 = l;
+    }
+    // Layers of every runtime stage, from its modules.
+    let mut stage_layers: Vec<Option<(usize, usize)>> = vec![None; stages_n];
+    for (&m, &(a, b)) in &ranges {
+        let s = *map.get(m).ok_or_else(|| {
+            bad(
+                "module_to_stage_map",
+                format!(
+                    "{} entries, but the partitioned graph has module {m}",
+                    map.len()
+                ),
+            )
+        })?;
+        let slot = stage_layers.get_mut(s).ok_or_else(|| {
+            bad(
+                &format!("module_to_stage_map[{m}]"),
+                format!("stage {s}, but stage_to_rank_map has {stages_n} stages"),
+            )
+        })?;
+        *slot = Some(match *slot {
+            None => (a, b),
+            Some((x, y)) if y + 1 == a => (x, b),
+            Some(_) => {
+                return Err(bad(
+                    &format!("module_to_stage_map[{m}]"),
+                    format!("stage {s}'s modules are not neighbours in the chain"),
+                ))
+            }
+        });
+    }
+    let mut stages = Vec::new();
+    for (s, layers) in stage_layers.into_iter().enumerate() {
+        let key = s.to_string();
+        let ranks = cfg.stage_to_rank_map.get(&key).ok_or_else(|| {
+            bad(
+                "stage_to_rank_map",
+                format!("no stage \"{key}\" (stages are numbered 0..{stages_n})"),
+            )
+        })?;
+        let (first, last) = layers.ok_or_else(|| {
+            bad(
+                "module_to_stage_map",
+                format!("stage {s} holds no module with layers"),
+            )
+        })?;
+        if ranks.is_empty() {
+            return Err(bad(&format!("stage_to_rank_map.{key}"), "no rank"));
+        }
+        stages.push(Stage {
+            gpus: ranks.clone(),
+            dp: ranks.len() as u32,
+            ..Stage::single(first, last, ranks[0])
+        });
+    }
+    stages.sort_by_key(|s| s.first);
+    if let Some(depths) = &cfg.stage_to_depth_map {
+        for (k, &d) in depths {
+            let s: usize = k
+                .parse()
+                .map_err(|_| bad("stage_to_depth_map", format!("key `{k}` is not a stage")))?;
+            if s >= stages_n || d != stages_n - 1 - s {
+                return Err(bad(
+                    &format!("stage_to_depth_map.{k}"),
+                    format!(
+                        "depth {d}; a straight pipeline of {stages_n} stages has {} stages after stage {s}",
+                        stages_n.saturating_sub(1 + s)
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(RuntimePlan::of(Plan {
+        stages,
+        schedule: Schedule::Async {
+            period: None,
+            pattern: None,
+        },
+    }))
+}

@@ -1,0 +1,154 @@
+//! `pipeplan export` and `evaluate --plan-from` end to end: files written, exit codes, messages.
+
+mod support;
+
+use pipeplan_formulations::peers;
+use support::{pipeplan, shipped_str, stderr, stdout};
+
+fn temp(name: &str) -> std::path::PathBuf {
+    std::env::temp_dir().join(format!("pipeplan-export-{}-{name}", std::process::id()))
+}
+
+#[test]
+fn a_galvatron_solution_exports_and_reads_back() {
+    let inst = shipped_str("bert-large-s512-b8-8gpu-8gib.json");
+    let sol = temp("bert-sol.json");
+    let o = pipeplan(&[
+        "solve",
+        &inst,
+        "--algo",
+        "galvatron-base",
+        "-o",
+        sol.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let cfg = temp("bert-galvatron.json");
+    let o = pipeplan(&[
+        "export",
+        sol.to_str().unwrap(),
+        &inst,
+        "--to",
+        "galvatron",
+        "-o",
+        cfg.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&cfg).unwrap()).unwrap();
+    assert!(v["pp_deg"].as_u64().unwrap() >= 1);
+    // Read back and judged: the same evaluation as the solution's plan.
+    let a = pipeplan(&["evaluate", sol.to_str().unwrap(), &inst, "--json"]);
+    let b = pipeplan(&[
+        "evaluate",
+        "--plan-from",
+        "galvatron",
+        cfg.to_str().unwrap(),
+        &inst,
+        "--json",
+    ]);
+    assert!(b.status.success(), "{}", stderr(&b));
+    assert_eq!(stdout(&a), stdout(&b));
+    let _ = std::fs::remove_file(sol);
+    let _ = std::fs::remove_file(cfg);
+}
+
+#[test]
+fn an_inexpressible_plan_exits_2_with_the_nearest_plans_cost() {
+    let inst = shipped_str("resnet50-1000px-b8-4gpu-8gib.json");
+    let sol = temp("balanced-sol.json");
+    let o = pipeplan(&[
+        "solve",
+        &inst,
+        "--algo",
+        "balanced-time",
+        "-o",
+        sol.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = pipeplan(&["export", sol.to_str().unwrap(), &inst, "--to", "megatron"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stdout(&o));
+    let err = stderr(&o);
+    assert!(err.contains("Megatron-LM cannot run this plan"), "{err}");
+    assert!(err.contains("asynchronous"), "{err}");
+    assert!(
+        err.contains("The nearest plan it runs (4 pipeline stages"),
+        "{err}"
+    );
+    assert!(err.contains(") evaluates to "), "{err}");
+    assert!(err.contains("samples/s"), "{err}");
+    assert!(stdout(&o).is_empty(), "nothing written");
+    // PipeDream's runtime runs it.
+    let o = pipeplan(&["export", sol.to_str().unwrap(), &inst, "--to", "pipedream"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("stage_to_rank_map"));
+    let _ = std::fs::remove_file(sol);
+}
+
+#[test]
+fn bad_formats_and_files_are_one_line_errors() {
+    let inst = shipped_str("resnet50-1000px-b8-4gpu-8gib.json");
+    let o = pipeplan(&["export", "x.json", &inst, "--to", "alpa"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("unknown export format `alpa`"),
+        "{}",
+        stderr(&o)
+    );
+    let bad = temp("bad-galvatron.json");
+    std::fs::write(&bad, r#"{"pp_deg": 3}"#).unwrap();
+    let o = pipeplan(&[
+        "evaluate",
+        "--plan-from",
+        "galvatron",
+        bad.to_str().unwrap(),
+        &inst,
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = stderr(&o);
+    assert!(
+        err.contains(bad.to_str().unwrap()) && err.contains("tp_sizes_enc"),
+        "{err}"
+    );
+    let _ = std::fs::remove_file(bad);
+}
+
+#[test]
+fn a_golden_output_config_is_judged() {
+    let what = "export_cli::a_golden_output_config_is_judged";
+    let Some(dir) = peers::subdir("galvatron", what) else {
+        return;
+    };
+    let golden = dir.join("golden/g_bert1024_8gpu_12GB_bsz256.json");
+    let inst = temp("g-inst.json");
+    let o = pipeplan(&[
+        "import",
+        "--from",
+        "galvatron",
+        "--config",
+        golden.to_str().unwrap(),
+        "--data-root",
+        dir.join("v2.x_14f5972").to_str().unwrap(),
+        "-o",
+        inst.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&golden).unwrap()).unwrap();
+    let cfg = temp("g-output-config.json");
+    std::fs::write(&cfg, doc["result"]["output_config"].to_string()).unwrap();
+    let o = pipeplan(&[
+        "evaluate",
+        "--plan-from",
+        "galvatron",
+        cfg.to_str().unwrap(),
+        inst.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("samples/s") || stdout(&o).contains("throughput"),
+        "{}",
+        stdout(&o)
+    );
+    let _ = std::fs::remove_file(inst);
+    let _ = std::fs::remove_file(cfg);
+}
