@@ -368,26 +368,7 @@ fn algorithms() -> String {
 /// Every algorithm's settings (as `pipeplan algorithms --params --json`).
 #[pyfunction]
 fn settings() -> String {
-    #[derive(serde::Serialize)]
-    struct Entry {
-        algorithm: &'static str,
-        setting: &'static str,
-        values: String,
-        default: Option<&'static str>,
-        doc: &'static str,
-    }
-    let entries: Vec<Entry> = registry::all()
-        .iter()
-        .flat_map(|a| {
-            a.params().into_iter().map(|p| Entry {
-                algorithm: a.name(),
-                setting: p.name,
-                values: p.kind.expected(),
-                default: p.default,
-                doc: p.doc,
-            })
-        })
-        .collect();
+    let entries = registry::settings();
     json(&entries)
 }
 

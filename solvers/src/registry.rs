@@ -29,6 +29,37 @@ pub fn names() -> Vec<&'static str> {
     all().iter().map(|a| a.name()).collect()
 }
 
+/// One declared setting of one algorithm (`pipeplan algorithms --params`, Python `settings()`).
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct SettingEntry {
+    /// Algorithm name.
+    pub algorithm: &'static str,
+    /// Setting key (`--set KEY=VALUE`).
+    pub setting: &'static str,
+    /// What values it takes.
+    pub values: String,
+    /// Its default, when it has a fixed one.
+    pub default: Option<&'static str>,
+    /// What it does.
+    pub doc: &'static str,
+}
+
+/// Every algorithm's declared settings, in registry order.
+pub fn settings() -> Vec<SettingEntry> {
+    all()
+        .iter()
+        .flat_map(|a| {
+            a.params().into_iter().map(|p| SettingEntry {
+                algorithm: a.name(),
+                setting: p.name,
+                values: p.kind.expected(),
+                default: p.default,
+                doc: p.doc,
+            })
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

@@ -189,26 +189,7 @@ pub fn algorithms(a: AlgorithmsArgs) -> Result<(), Failure> {
 
 /// `pipeplan algorithms --params`: every declared setting, one row each.
 fn params(out: OutputArgs) -> Result<(), Failure> {
-    #[derive(serde::Serialize)]
-    struct Entry {
-        algorithm: &'static str,
-        setting: &'static str,
-        values: String,
-        default: Option<&'static str>,
-        doc: &'static str,
-    }
-    let entries: Vec<Entry> = registry::all()
-        .iter()
-        .flat_map(|a| {
-            a.params().into_iter().map(|p| Entry {
-                algorithm: a.name(),
-                setting: p.name,
-                values: p.kind.expected(),
-                default: p.default,
-                doc: p.doc,
-            })
-        })
-        .collect();
+    let entries = registry::settings();
     let text = match out.format() {
         Format::Json => report::json(&entries),
         Format::Csv => report::csv(&entries),
