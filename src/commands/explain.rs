@@ -1,24 +1,15 @@
 //! `pipeplan explain`: why a plan's period or iteration and memory are what they are.
 
-use super::{read_calibrated, read_plan, write_or_print, Failure, Format};
+use super::{write_or_print, Failure, Format, Judged};
 use crate::cli::ExplainArgs;
 use crate::report;
-use pipeplan_formulations::evaluate::evaluate;
 use pipeplan_formulations::evaluate::explain::explain;
 
 /// Runs `explain`.
 pub fn run(a: ExplainArgs) -> Result<(), Failure> {
-    let inst = read_calibrated(&a.instance, &a.calibration)?;
-    let plan = read_plan(&a.plan)?;
-    let ev = evaluate(&inst, &plan).map_err(|e| {
-        let file = if e.is_about_plan() {
-            &a.plan
-        } else {
-            &a.instance
-        };
-        e.in_file(file)
-    })?;
-    let x = explain(&inst, &plan, &ev);
+    let j = Judged::read(&a.plan, &a.instance, &a.calibration)?;
+    let inst = &j.inst;
+    let x = explain(inst, &j.plan, &j.ev);
     let text = match a.out.format() {
         Format::Json => report::json(&x),
         Format::Csv => {
@@ -56,7 +47,7 @@ pub fn run(a: ExplainArgs) -> Result<(), Failure> {
             report::csv(&rows)
         }
         Format::Table => {
-            let mut out = format!("== {}\n", report::instance_line(&inst));
+            let mut out = format!("== {}\n", report::instance_line(inst));
             for w in &x.why {
                 out.push_str(&format!("{w}\n"));
             }

@@ -179,6 +179,50 @@ pub fn read_plan(path: &Path) -> Result<pipeplan_formulations::Plan, InputError>
     plan
 }
 
+/// A plan file judged against an instance file (under `cal`), for the commands that show a
+/// plan; [`Judged::blame`] names the file an error is about.
+pub struct Judged<'a> {
+    /// The instance, calibrated.
+    pub inst: pipeplan_formulations::Instance,
+    /// The plan.
+    pub plan: pipeplan_formulations::Plan,
+    /// The neutral evaluator's verdict.
+    pub ev: pipeplan_formulations::Evaluation,
+    plan_path: &'a Path,
+    inst_path: &'a Path,
+}
+
+impl<'a> Judged<'a> {
+    /// Reads both files and evaluates.
+    pub fn read(
+        plan_path: &'a Path,
+        inst_path: &'a Path,
+        cal: &CalibrationArgs,
+    ) -> Result<Judged<'a>, InputError> {
+        let inst = read_calibrated(inst_path, cal)?;
+        let plan = read_plan(plan_path)?;
+        let ev = pipeplan_formulations::evaluate(&inst, &plan)
+            .map_err(|e| blame(plan_path, inst_path, e))?;
+        Ok(Judged {
+            inst,
+            plan,
+            ev,
+            plan_path,
+            inst_path,
+        })
+    }
+
+    /// `e` located in the plan file or the instance file, whichever it is about.
+    pub fn blame(&self, e: InputError) -> InputError {
+        blame(self.plan_path, self.inst_path, e)
+    }
+}
+
+fn blame(plan: &Path, inst: &Path, e: InputError) -> InputError {
+    let file = if e.is_about_plan() { plan } else { inst };
+    e.in_file(file)
+}
+
 /// Writes `text` to `path`, or prints it when `path` is `None` or `-`.
 pub fn write_or_print(path: Option<&Path>, text: &str) -> Result<(), Failure> {
     match path.filter(|p| *p != Path::new("-")) {

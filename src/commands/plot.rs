@@ -1,10 +1,9 @@
 //! `pipeplan plot`: a plan's schedule and memory as a chart (SVG or PNG).
 
-use super::{read_calibrated, read_plan, Failure};
+use super::{Failure, Judged};
 use crate::charts;
 use crate::cli::{ImageFormat, PlotArgs};
 use pipeplan_formulations::evaluate::breakdown::memory_breakdown;
-use pipeplan_formulations::evaluate::evaluate;
 use pipeplan_formulations::timeline::timeline;
 use std::path::Path;
 
@@ -27,19 +26,10 @@ fn solution_facts(path: &Path) -> (Option<String>, Option<Vec<f64>>) {
 
 /// Runs `plot`.
 pub fn run(a: PlotArgs) -> Result<(), Failure> {
-    let inst = read_calibrated(&a.instance, &a.calibration)?;
-    let plan = read_plan(&a.plan)?;
-    let in_file = |e: pipeplan_formulations::InputError| {
-        let file = if e.is_about_plan() {
-            &a.plan
-        } else {
-            &a.instance
-        };
-        e.in_file(file)
-    };
-    let ev = evaluate(&inst, &plan).map_err(in_file)?;
-    let t = timeline(&inst, &plan, a.periods).map_err(in_file)?;
-    let memory = memory_breakdown(&inst, &plan, &ev);
+    let j = Judged::read(&a.plan, &a.instance, &a.calibration)?;
+    let (inst, plan, ev) = (&j.inst, &j.plan, &j.ev);
+    let t = timeline(inst, plan, a.periods).map_err(|e| j.blame(e))?;
+    let memory = memory_breakdown(inst, plan, ev);
     let (algo, claimed) = solution_facts(&a.plan);
     let name = algo.unwrap_or_else(|| {
         a.plan

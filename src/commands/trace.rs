@@ -1,25 +1,15 @@
 //! `pipeplan trace`: the simulator's timeline of a plan in the Chrome trace-event format.
 
-use super::{read_calibrated, read_plan, write_or_print, Failure};
+use super::{write_or_print, Failure, Judged};
 use crate::cli::TraceArgs;
-use pipeplan_formulations::evaluate::evaluate;
 use pipeplan_formulations::timeline::{timeline, trace::chrome_trace};
 use serde_json::json;
 
 /// Runs `trace`.
 pub fn run(a: TraceArgs) -> Result<(), Failure> {
-    let inst = read_calibrated(&a.instance, &a.calibration)?;
-    let plan = read_plan(&a.plan)?;
-    let in_file = |e: pipeplan_formulations::InputError| {
-        let file = if e.is_about_plan() {
-            &a.plan
-        } else {
-            &a.instance
-        };
-        e.in_file(file)
-    };
-    let ev = evaluate(&inst, &plan).map_err(in_file)?;
-    let t = timeline(&inst, &plan, a.periods).map_err(in_file)?;
+    let j = Judged::read(&a.plan, &a.instance, &a.calibration)?;
+    let (inst, plan, ev) = (&j.inst, &j.plan, &j.ev);
+    let t = timeline(inst, plan, a.periods).map_err(|e| j.blame(e))?;
     let meta = json!({
         "generator": "pipeplan trace",
         "instance": inst.name,
