@@ -331,17 +331,14 @@ pub fn import(
     } else {
         (8.0, "Adam: fp32 master weights, two fp32 moments and fp32 gradient accumulation, 16 bytes per parameter beyond the fp16 weight and gradient")
     };
-    let mut training = Training {
+    let training = Training {
         micro_batch: Some(sel.micro_batch),
-        micro_batches: Some((global_batch / sel.micro_batch).max(1)),
+        micro_batches: Some(global_batch.div_ceil(sel.micro_batch)),
         schedule: ScheduleKind::OneFOneB,
         weight_versions: 1,
         optimizer_state_factor: state_factor,
         precision: Some(Precision::Mixed),
     };
-    if global_batch % sel.micro_batch != 0 {
-        training.micro_batches = Some(global_batch.div_ceil(sel.micro_batch));
-    }
     let notes = [
         format!("Imported by pipeplan from Sailor's profiles of {model} on {gpu} at micro-batch {} (one data-parallel replica's).", sel.micro_batch),
         format!("Times: profiles_tmp.json (seconds, forward and backward per layer) at tensor-parallel degree {base}{}; degrees {:?} carried as measurements.",
