@@ -1,0 +1,1 @@
+//! Sweeps: many (instance, algorithm, settings, seed) runs, each stored as it finishes.
