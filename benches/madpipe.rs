@@ -55,7 +55,7 @@ fn report() {
         let inst = shipped(name);
         let p = inst.cluster.gpus as usize;
         let start = Instant::now();
-        let r = madpipe_dp(&inst, p, &DpOptions::default(), &Deadline::none())
+        let r = madpipe_dp(&inst, p, &DpOptions::default(), None, &Deadline::none())
             .expect("madpipe-dp solves");
         let ms = start.elapsed().as_secs_f64() * 1e3;
         let bt = BalancedTime
@@ -82,7 +82,7 @@ fn target(c: &mut Criterion) {
         .warm_up_time(Duration::from_secs(1))
         .measurement_time(Duration::from_secs(5));
     g.bench_function(BenchmarkId::new(TARGET, "P=8"), |b| {
-        b.iter(|| madpipe_dp(black_box(&inst), 8, &opts, &Deadline::none()).unwrap())
+        b.iter(|| madpipe_dp(black_box(&inst), 8, &opts, None, &Deadline::none()).unwrap())
     });
     g.finish();
 }
@@ -97,7 +97,7 @@ fn cnns(c: &mut Criterion) {
         let inst = shipped(name);
         let p = inst.cluster.gpus as usize;
         g.bench_function(BenchmarkId::new(name, format!("P={p}")), |b| {
-            b.iter(|| madpipe_dp(black_box(&inst), p, &opts, &Deadline::none()).unwrap())
+            b.iter(|| madpipe_dp(black_box(&inst), p, &opts, None, &Deadline::none()).unwrap())
         });
     }
     g.finish();

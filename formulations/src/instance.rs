@@ -547,6 +547,36 @@ impl Chain {
         }
     }
 
+    /// The chain of blocks of consecutive layers, block `b` ending at layer `ends[b]` (increasing,
+    /// the last one `len() - 1`): times, weights and stored bytes add up, a block's output and cut
+    /// are its last layer's. Every quantity of a stage made of whole blocks equals that of the same
+    /// layers here. Tensor-parallel measurements are not carried over.
+    pub fn merged(&self, ends: &[usize]) -> Chain {
+        let mut merged = Chain {
+            forward: Vec::with_capacity(ends.len()),
+            backward: Vec::with_capacity(ends.len()),
+            weights: Vec::with_capacity(ends.len()),
+            act: vec![self.act[0]],
+            saved: Vec::with_capacity(ends.len()),
+            cut: Vec::with_capacity(ends.len()),
+            prefix: vec![0.0],
+            tensor_parallel: BTreeMap::new(),
+        };
+        let mut first = 0;
+        for &last in ends {
+            let sum = |v: &[f64]| v[first..=last].iter().sum::<f64>();
+            merged.forward.push(sum(&self.forward));
+            merged.backward.push(sum(&self.backward));
+            merged.weights.push(sum(&self.weights));
+            merged.saved.push(sum(&self.saved));
+            merged.act.push(self.act[last + 1]);
+            merged.cut.push(self.cut[last]);
+            merged.prefix.push(self.prefix[last + 1]);
+            first = last + 1;
+        }
+        merged
+    }
+
     /// The layers measured on tensor-parallel groups of `degree` GPUs, if the instance has them.
     pub fn measured(&self, degree: u32) -> Option<&MeasuredDegree> {
         self.tensor_parallel.get(&degree)

@@ -1,6 +1,6 @@
 //! The valid period of a contiguous partition and `exact-contiguous`, against brute force and
 //! the neutral evaluator, on random small chains (arbitrary float times and sizes, `saved` and
-//! `cut` overrides, batch scaling, weight versions and optimizer states, one or two nodes, memory
+//! `cut` overrides, batch scaling, weight versions and optimizer states, one or several nodes, memory
 //! from hopeless to roomy):
 //!
 //! - `valid_period` equals a brute-force scan of every breakpoint (sum of consecutive resource
@@ -38,7 +38,8 @@ struct Case {
     layers: Vec<Spec>,
     input: f64,
     gpus: u32,
-    two_nodes: bool,
+    /// GPUs per node when the cluster has several nodes (slower links between them).
+    per_node: Option<u32>,
     /// (model batch, micro-batch, weight versions, optimizer factor).
     training: (u32, Option<u32>, u32, f64),
     /// Memory as a fraction of the whole model's memory with one micro-batch in flight.
@@ -56,8 +57,8 @@ fn build(c: &Case) -> Instance {
     let cluster = Cluster::single_node(c.gpus, 1.0, 3e9);
     let mut inst = Instance::new("random", batch, c.input, layers.collect(), cluster);
     inst.source = "solvers/tests/madpipe_contiguous.rs".into();
-    inst.cluster.gpus_per_node = c.two_nodes.then_some(c.gpus / 2);
-    inst.cluster.bandwidth.inter_node = c.two_nodes.then_some(0.7e9);
+    inst.cluster.gpus_per_node = c.per_node;
+    inst.cluster.bandwidth.inter_node = c.per_node.map(|_| 0.7e9);
     inst.training = Training {
         micro_batch,
         weight_versions,
@@ -92,8 +93,8 @@ fn cases(max_layers: usize) -> impl Strategy<Value = Case> {
     (
         proptest::collection::vec(layer, 1..=max_layers),
         size(),
-        1u32..=4,
-        any::<bool>(),
+        1u32..=6,
+        (any::<bool>(), 1u32..=3),
         (
             1u32..=4,
             proptest::option::of(1u32..=4),
@@ -106,7 +107,7 @@ fn cases(max_layers: usize) -> impl Strategy<Value = Case> {
             |(layers, input, gpus, two, training, memory_fraction)| Case {
                 layers,
                 input,
-                two_nodes: two && gpus % 2 == 0,
+                per_node: (two.0 && two.1 < gpus && gpus % two.1 == 0).then_some(two.1),
                 gpus,
                 training,
                 memory_fraction,

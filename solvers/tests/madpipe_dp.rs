@@ -201,6 +201,7 @@ fn coarse() -> DpOptions {
         grid_m: 3,
         grid_v: 4,
         k_rounds: 10,
+        blocks: 128,
     }
 }
 
@@ -301,7 +302,7 @@ proptest! {
     #[test]
     fn the_search_follows_algorithm_1((inst, gpus, _t) in case()) {
         for opts in [DpOptions::exact(), DpOptions::default()] {
-            match madpipe_dp(&inst, gpus, &opts, &Deadline::none()) {
+            match madpipe_dp(&inst, gpus, &opts, None, &Deadline::none()) {
                 Ok(r) => check_search(&inst, &r, &opts),
                 Err(SolveError::Infeasible(msg)) => {
                     // Then even the most permissive T^ has no allocation.
@@ -421,7 +422,7 @@ proptest! {
                     cases.push((t_hat, a.stages.iter().map(|s| (s.last, s.memory)).collect()));
                 }
             }
-            if let Ok(r) = madpipe_dp(&inst, gpus, &opts, &Deadline::none()) {
+            if let Ok(r) = madpipe_dp(&inst, gpus, &opts, None, &Deadline::none()) {
                 if !r.detail.iter().any(|s| s.special) && r.dp_period <= r.t_hat {
                     let claims = r.stages.iter().map(|s| (s.last, r.memory[s.gpus[0] as usize]));
                     cases.push((r.t_hat, claims.collect()));
@@ -455,7 +456,7 @@ fn shipped_instances_claims_hold() {
     ] {
         let inst = shipped(name);
         for gpus in 1..=inst.cluster.gpus as usize {
-            match madpipe_dp(&inst, gpus, &DpOptions::default(), &Deadline::none()) {
+            match madpipe_dp(&inst, gpus, &DpOptions::default(), None, &Deadline::none()) {
                 Ok(r) => check_search(&inst, &r, &DpOptions::default()),
                 Err(SolveError::Infeasible(msg)) => assert!(msg.contains("no allocation"), "{msg}"),
                 Err(e) => panic!("{name} P={gpus}: {e}"),
@@ -486,10 +487,10 @@ fn one_thread_or_four_give_the_same_result() {
         let p = inst.cluster.gpus as usize;
         for opts in [DpOptions::default(), coarse()] {
             let a = one
-                .install(|| madpipe_dp(&inst, p, &opts, &Deadline::none()))
+                .install(|| madpipe_dp(&inst, p, &opts, None, &Deadline::none()))
                 .unwrap();
             let b = four
-                .install(|| madpipe_dp(&inst, p, &opts, &Deadline::none()))
+                .install(|| madpipe_dp(&inst, p, &opts, None, &Deadline::none()))
                 .unwrap();
             assert_eq!(a, b, "{name}");
         }
@@ -502,8 +503,8 @@ proptest! {
     #[test]
     fn determinism_on_random_chains((inst, gpus, _t) in case()) {
         let pool = |n| rayon::ThreadPoolBuilder::new().num_threads(n).build().unwrap();
-        let a = pool(1).install(|| madpipe_dp(&inst, gpus, &DpOptions::default(), &Deadline::none()));
-        let b = pool(3).install(|| madpipe_dp(&inst, gpus, &DpOptions::default(), &Deadline::none()));
+        let a = pool(1).install(|| madpipe_dp(&inst, gpus, &DpOptions::default(), None, &Deadline::none()));
+        let b = pool(3).install(|| madpipe_dp(&inst, gpus, &DpOptions::default(), None, &Deadline::none()));
         prop_assert_eq!(a, b);
     }
 }
@@ -534,25 +535,25 @@ fn gpu_count_and_options_are_checked() {
     };
     let d = DpOptions::default();
     assert_eq!(
-        field(madpipe_dp(&inst, 0, &d, &Deadline::none()).unwrap_err()),
+        field(madpipe_dp(&inst, 0, &d, None, &Deadline::none()).unwrap_err()),
         "gpus"
     );
-    let e = madpipe_dp(&inst, 4, &d, &Deadline::none()).unwrap_err();
+    let e = madpipe_dp(&inst, 4, &d, None, &Deadline::none()).unwrap_err();
     assert!(e.to_string().contains("cluster has 3"), "{e}");
     let bad = DpOptions { k_rounds: 0, ..d };
     assert_eq!(
-        field(madpipe_dp(&inst, 3, &bad, &Deadline::none()).unwrap_err()),
+        field(madpipe_dp(&inst, 3, &bad, None, &Deadline::none()).unwrap_err()),
         "--set rounds"
     );
     let bad = DpOptions { grid_v: 1, ..d };
     assert_eq!(
-        field(madpipe_dp(&inst, 3, &bad, &Deadline::none()).unwrap_err()),
+        field(madpipe_dp(&inst, 3, &bad, None, &Deadline::none()).unwrap_err()),
         "--set grid_v"
     );
     let e = madpipe_dp_at(&inst, 3, 0.0, &d, &Deadline::none()).unwrap_err();
     assert_eq!(field(e), "t_hat");
     // One GPU: everything on the special GPU, as one stage (the paper's base case).
-    let r = madpipe_dp(&inst, 1, &d, &Deadline::none()).unwrap();
+    let r = madpipe_dp(&inst, 1, &d, None, &Deadline::none()).unwrap();
     assert_eq!(r.detail.len(), 1);
     assert!(r.detail[0].special && r.detail[0].gpu == 0);
 }
@@ -571,7 +572,7 @@ fn memory_that_never_fits_names_the_binding_constraint() {
         1e9,
         1e10,
     );
-    let msg = madpipe_dp(&inst, 3, &DpOptions::default(), &Deadline::none())
+    let msg = madpipe_dp(&inst, 3, &DpOptions::default(), None, &Deadline::none())
         .unwrap_err()
         .to_string();
     assert!(msg.starts_with("no feasible plan"), "{msg}");
@@ -593,7 +594,7 @@ fn memory_that_never_fits_names_the_binding_constraint() {
         1e9,
         1e10,
     );
-    let msg = madpipe_dp(&inst, 2, &DpOptions::default(), &Deadline::none())
+    let msg = madpipe_dp(&inst, 2, &DpOptions::default(), None, &Deadline::none())
         .unwrap_err()
         .to_string();
     assert!(
@@ -610,6 +611,7 @@ fn a_passed_deadline_is_a_time_limit() {
         &inst,
         8,
         &DpOptions::default(),
+        None,
         &Deadline::after(Some(std::time::Duration::ZERO)),
     )
     .unwrap_err();
@@ -622,4 +624,49 @@ fn a_passed_deadline_is_a_time_limit() {
         &Deadline::after(Some(std::time::Duration::ZERO)),
     );
     assert!(matches!(e, Err(SolveError::TimeLimit(_))));
+}
+
+// ------------------------------------------------------------------------------------------------
+// Long chains: the DP on merged blocks, below a ceiling
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(40))]
+
+    /// With `blocks` below the chain's length the DP runs on at most that many blocks; its
+    /// stages still tile the layers in order with the layers' own loads. A ceiling bounds T^.
+    #[test]
+    fn merged_blocks_map_back_to_layers((inst, gpus, _t) in case(), blocks in 2usize..5) {
+        let n = inst.num_layers();
+        let opts = DpOptions { blocks, ..DpOptions::default() };
+        let Ok(r) = madpipe_dp(&inst, gpus, &opts, None, &Deadline::none()) else {
+            return Ok(());
+        };
+        prop_assert_eq!(r.blocks.is_some(), n > blocks);
+        if let Some(b) = r.blocks {
+            prop_assert!(b <= blocks, "{} blocks for at most {}", b, blocks);
+        }
+        let mut order: Vec<_> = r.detail.iter().collect();
+        order.sort_by_key(|s| s.first);
+        let mut next = 0;
+        for s in &order {
+            prop_assert_eq!(s.first, next);
+            prop_assert!(s.last >= s.first);
+            next = s.last + 1;
+        }
+        prop_assert_eq!(next, n);
+        let stages = r.detail.len();
+        prop_assert!(r.blocks.is_none_or(|b| stages <= b));
+        // Every stage's load is the layers' own: merging changes no sum.
+        let mc = MadChain::new(&inst);
+        for s in &r.detail {
+            prop_assert!((s.load - mc.u(s.first, s.last + 1)).abs() <= 1e-9 * s.load.max(1.0));
+        }
+        // A ceiling at the found period: T^ never exceeds it.
+        let c = r.period;
+        if let Ok(below) = madpipe_dp(&inst, gpus, &opts, Some(c), &Deadline::none()) {
+            for round in &below.rounds[..opts.k_rounds.min(below.rounds.len())] {
+                prop_assert!(round.t_hat <= c, "T^ {} above the ceiling {}", round.t_hat, c);
+            }
+        }
+    }
 }

@@ -54,6 +54,24 @@ impl MadChain {
         }
     }
 
+    /// The same chain over blocks of consecutive layers ([`Chain::merged`]): block `b` ends at
+    /// layer `ends[b]`.
+    pub fn merged(&self, ends: &[usize]) -> MadChain {
+        let chain = self.chain.merged(ends);
+        let mut w_prefix = vec![0.0];
+        let mut s_prefix = vec![0.0];
+        for &last in ends {
+            w_prefix.push(self.w_prefix[last + 1]);
+            s_prefix.push(self.s_prefix[last + 1]);
+        }
+        MadChain {
+            chain,
+            w_prefix,
+            s_prefix,
+            ..*self
+        }
+    }
+
     /// Number of layers L.
     pub fn len(&self) -> usize {
         self.chain.len()

@@ -11,15 +11,20 @@
 //! the load `s` already in the open group. A state with a smaller `(g, s)` (lexicographically)
 //! *dominates*: prepending any resource keeps it smaller (next-fit packing stays ahead), so every
 //! earlier stage gets a group at most as large, hence at most as much memory. Keeping only the
-//! dominant state per `(l, q)` is therefore exact: `O(L^2 P)` per oracle call.
+//! dominant state per `(l, q)` is therefore exact: `O(L^2 P)` per oracle call. When any stage
+//! count up to P is allowed, fewer stages dominate too (they leave more GPUs to the prefix), so
+//! each suffix keeps a Pareto front of `(q, g, s)`, usually one or two states, instead of one
+//! state per q: `O(L^2)` in practice.
 //!
 //! Feasibility is monotone in `T` (groups never grow with `T`), and the optimum is the valid
 //! period of some partition, a sum of consecutive loads: a float. A bisection over the bit
 //! patterns of positive floats (at most 64 oracle calls) keeps `lo` infeasible and `hi` the valid
 //! period of a partition the oracle found, and stops when they are adjacent floats: then no
 //! partition has a valid period below `hi`, which is the exact optimum. When the links between
-//! GPUs differ (several nodes), a link's load depends on which GPUs it joins, so the oracle runs
-//! once per stage count p (`O(L^2 P^2)`). Everything is polynomial; no enumeration.
+//! GPUs differ (several nodes), a link's load depends on which GPUs it joins, so the stage a
+//! q-stage suffix opens needs the total stage count p: the DP runs once per residue of p modulo
+//! the period of the links' pattern (8 for 8 GPUs per node), each class sharing its links.
+//! Everything is polynomial; no enumeration.
 //!
 //! Loads and memory are accumulated exactly as the evaluator accumulates them, so the claimed
 //! period equals [`valid_period`] of the returned partition and the evaluator's verdict (it fits
@@ -115,6 +120,8 @@ struct Model {
     /// Bandwidth of the link between GPU s and s + 1.
     link_bw: Vec<f64>,
     homogeneous: bool,
+    /// Least `k` with `link_bw[i] == link_bw[i + k]` for every i (1 when homogeneous).
+    link_period: usize,
 }
 
 impl Model {
@@ -123,6 +130,9 @@ impl Model {
             .map(|s| inst.group_bandwidth(&[s, s + 1]))
             .collect();
         let homogeneous = link_bw.windows(2).all(|w| w[0] == w[1]);
+        let link_period = (1..=link_bw.len().max(1))
+            .find(|&k| (k..link_bw.len()).all(|i| link_bw[i] == link_bw[i - k]))
+            .unwrap_or(1);
         Model {
             chain: inst.chain(),
             // Same expression as the evaluator's `stage_cost`.
@@ -130,6 +140,7 @@ impl Model {
             limit: inst.usable_memory() * (1.0 + MEM_TOL),
             link_bw,
             homogeneous,
+            link_period,
         }
     }
 
@@ -175,13 +186,105 @@ impl Model {
         }
     }
 
-    /// A feasible partition at threshold `t` with the fewest stages in `qmin..=qmax`, if any.
-    fn oracle(&self, t: f64, qmin: usize, qmax: usize) -> Option<Vec<usize>> {
-        if self.homogeneous {
-            self.dp(t, None, qmin, qmax)
-        } else {
-            (qmin..=qmax).find_map(|p| self.dp(t, Some(p), p, p))
+    /// A feasible partition at threshold `t` with stage count in `qmin..=qmax`, if any: the one
+    /// with the fewest stages when `fewest`, otherwise the first one found.
+    fn oracle(&self, t: f64, qmin: usize, qmax: usize, fewest: bool) -> Option<Vec<usize>> {
+        if qmin > 1 {
+            // A fixed least stage count: fewer stages do not dominate, one state per count.
+            return if self.homogeneous {
+                self.dp(t, None, qmin, qmax)
+            } else {
+                (qmin..=qmax).find_map(|p| self.dp(t, Some(p), p, p))
+            };
         }
+        // "At most qmax stages": one front DP per residue class of the stage count modulo the
+        // links' period (every class shares its link pattern).
+        let mut found: Option<Vec<usize>> = None;
+        for r in 0..self.link_period {
+            if let Some(ends) = self.front_dp(t, r, qmin, qmax) {
+                if !fewest {
+                    return Some(ends);
+                }
+                if found.as_ref().is_none_or(|f| ends.len() < f.len()) {
+                    found = Some(ends);
+                }
+            }
+        }
+        found
+    }
+
+    /// The suffix DP for "at most `qmax` stages" over the stage counts `p ≡ r (mod k)`, `k` the
+    /// links' period: the stage that a q-stage suffix opens is on GPU `p - q`, whose link to the
+    /// next GPU is `link_bw[(r - q) mod k]` for every such p. A suffix state is `(q, g, sum)`;
+    /// among suffixes with the same `q mod k` (hence the same links ahead), one with fewer stages
+    /// and a smaller-or-equal `(g, sum)` dominates (it leaves more GPUs to the prefix and every
+    /// prefix stage at most as much memory), so each `(l, q mod k)` keeps a Pareto front, usually
+    /// of one or two states, instead of one state per q.
+    fn front_dp(&self, t: f64, r: usize, qmin: usize, qmax: usize) -> Option<Vec<usize>> {
+        #[derive(Clone, Copy)]
+        struct Entry {
+            q: usize,
+            st: State,
+            /// Last layer of the stage this entry opened, and its parent in `fronts[e + 1]`.
+            e: usize,
+            parent: usize,
+        }
+        let n = self.n();
+        let k = self.link_period;
+        let mut fronts: Vec<Vec<Entry>> = vec![Vec::new(); (n + 1) * k];
+        fronts[n * k] = vec![Entry {
+            q: 0,
+            st: State { g: 1, sum: 0.0 },
+            e: n,
+            parent: 0,
+        }];
+        for l in (0..n).rev() {
+            let mut mine: Vec<Vec<Entry>> = vec![Vec::new(); k];
+            self.stages_from(l, t, |e, load, act, fixed_mem| {
+                for res in 0..k {
+                    for (parent, from) in fronts[(e + 1) * k + res].iter().enumerate() {
+                        let q = from.q + 1;
+                        if q > qmax {
+                            continue;
+                        }
+                        let mut st = from.st;
+                        if q >= 2 {
+                            let link = self.link_load(e, (r + k * q - q) % k);
+                            if link > t {
+                                continue;
+                            }
+                            st = st.push(link, t);
+                        }
+                        st = st.push(load, t);
+                        if st.g as f64 * act + fixed_mem > self.limit {
+                            continue;
+                        }
+                        insert_pareto(&mut mine[q % k], Entry { q, st, e, parent }, |a| {
+                            (a.q, a.st)
+                        });
+                    }
+                }
+            });
+            for (res, front) in mine.into_iter().enumerate() {
+                fronts[l * k + res] = front;
+            }
+        }
+        let (mut at, _) = fronts[r % k]
+            .iter()
+            .enumerate()
+            .filter(|(_, x)| x.q >= qmin && x.q <= qmax)
+            .min_by_key(|(_, x)| x.q)?;
+        let mut ends = Vec::new();
+        let (mut l, mut res) = (0, r % k);
+        loop {
+            let x = fronts[l * k + res][at];
+            ends.push(x.e);
+            if x.q == 1 {
+                break;
+            }
+            (l, res, at) = (x.e + 1, (res + k - 1) % k, x.parent);
+        }
+        Some(ends)
     }
 
     /// The suffix DP. With `fixed = Some(p)` the partition has exactly p stages and the stage of
@@ -320,6 +423,25 @@ impl Model {
     }
 }
 
+/// Inserts `x` into a Pareto front of `(q, state)` pairs (fewer stages and a lexicographically
+/// smaller state are better) unless an entry there is at least as good; drops the entries `x`
+/// beats. Ties keep the entry already there (the stage found first: the shortest).
+fn insert_pareto<E: Copy>(front: &mut Vec<E>, x: E, key: impl Fn(&E) -> (usize, State)) {
+    let (q, st) = key(&x);
+    let no_worse = |a: &State, b: &State| !b.better_than(a);
+    if front.iter().any(|y| {
+        let (yq, ys) = key(y);
+        yq <= q && no_worse(&ys, &st)
+    }) {
+        return;
+    }
+    front.retain(|y| {
+        let (yq, ys) = key(y);
+        !(q <= yq && no_worse(&st, &ys))
+    });
+    front.push(x);
+}
+
 /// Finds the least valid period over contiguous partitions into `qmin..=qmax` stages (stage s
 /// on GPU s). Stops at `deadline` with the best partition so far (`Status::Feasible`).
 pub fn contiguous_optimum(
@@ -341,7 +463,7 @@ pub fn contiguous_optimum(
     }
     let model = Model::new(inst, qmax);
     let mut calls = 1;
-    let Some(first) = model.oracle(f64::INFINITY, qmin, qmax) else {
+    let Some(first) = model.oracle(f64::INFINITY, qmin, qmax, false) else {
         return Err(SolveError::Infeasible(model.diagnose(
             inst,
             qmax,
@@ -371,7 +493,7 @@ pub fn contiguous_optimum(
         }
         let mid = lo + (hi - lo) / 2;
         calls += 1;
-        match model.oracle(f64::from_bits(mid), qmin, qmax) {
+        match model.oracle(f64::from_bits(mid), qmin, qmax, false) {
             Some(ends) => {
                 let v = vp(&ends)?;
                 if v.period.to_bits() > mid {
@@ -392,7 +514,7 @@ pub fn contiguous_optimum(
     if !stopped {
         // Among the optimal partitions, the one with the fewest stages.
         calls += 1;
-        if let Some(ends) = model.oracle(f64::from_bits(hi), qmin, qmax) {
+        if let Some(ends) = model.oracle(f64::from_bits(hi), qmin, qmax, true) {
             let v = vp(&ends)?;
             if v.period == best.period {
                 best = v;

@@ -10,7 +10,7 @@
 
 use super::dp::{madpipe_dp, DpOptions, DpResult};
 use super::exact_contiguous::{contiguous_optimum, ContiguousOptimum};
-use super::schedule_ilp::{least_period_within, IlpOptions, IlpSchedule};
+use super::schedule_ilp::{busiest_resource, least_period_within, IlpOptions, IlpSchedule};
 use crate::algorithm::{
     solution, Algorithm, Claimed, Context, Family, Objective, ObjectiveKind, Solution, SolveError,
     Stats, Status,
@@ -71,19 +71,52 @@ impl Algorithm for Madpipe {
             Err(SolveError::Infeasible(_)) => None,
             Err(e) => return Err(e),
         };
-        // The ILP gets what the DP left of the time limit.
-        let dp = madpipe_dp(inst, gpus, &dp_opts, &ctx.deadline).and_then(|dp| {
+        // The DP only needs to beat the contiguous optimum's period. The ILP gets what the DP
+        // left of the time limit; it is skipped when the allocation's busiest resource alone
+        // already reaches that period.
+        let ceiling = contiguous.as_ref().map(|c| c.valid.period);
+        let dp = madpipe_dp(inst, gpus, &dp_opts, ceiling, &ctx.deadline).and_then(|dp| {
+            if let Some(c) = ceiling {
+                let (load, busiest) = busiest_resource(inst, &dp.stages)?;
+                if load >= c {
+                    return Ok((dp, Err((load, busiest))));
+                }
+            }
             let ilp = least_period_within(inst, &dp.stages, &ilp_opts, &ctx.deadline)?;
-            Ok((dp, ilp))
+            Ok((dp, Ok(ilp)))
         });
         match (dp, contiguous) {
-            (Ok((dp, ilp)), Some(c)) if c.valid.period < ilp.period => {
+            (Ok((dp, Err((load, busiest)))), c) => {
+                // Only checked against a ceiling, which only the contiguous optimum sets.
+                let Some(c) = c else {
+                    return Err(SolveError::Solver(
+                        "madpipe: an allocation was bounded without a contiguous optimum".into(),
+                    ));
+                };
+                let why = format!(
+                    "the DP's allocation, whose busiest resource alone ({busiest}) takes {} per \
+                     micro-batch (no schedule ILP run)",
+                    fmt_ms(load)
+                );
+                let mut sol = self.contiguous(inst, ctx, &c, &why, Some(&dp));
+                sol.notes.insert(
+                    0,
+                    format!(
+                        "DP period (dashed line) {} at T^ = {}{}",
+                        fmt_ms(dp.period),
+                        fmt_ms(dp.t_hat),
+                        blocks_note(&dp)
+                    ),
+                );
+                Ok(sol)
+            }
+            (Ok((dp, Ok(ilp))), Some(c)) if c.valid.period < ilp.period => {
                 let why = format!("the DP's allocation (valid period {})", fmt_ms(ilp.period));
                 let mut sol = self.contiguous(inst, ctx, &c, &why, Some(&dp));
                 sol.notes.insert(0, dp_note(&dp, &ilp));
                 Ok(sol)
             }
-            (Ok((dp, ilp)), c) => Ok(self.allocation(inst, ctx, dp, ilp, c.as_ref())),
+            (Ok((dp, Ok(ilp))), c) => Ok(self.allocation(inst, ctx, dp, ilp, c.as_ref())),
             (Err(e), Some(c)) if !matches!(e, SolveError::Input(_)) => {
                 let why = format!("the DP, which gave no allocation ({e})");
                 Ok(self.contiguous(inst, ctx, &c, &why, None))
@@ -194,11 +227,21 @@ impl Madpipe {
 /// The DP's estimate against the valid schedule of its allocation.
 fn dp_note(dp: &DpResult, ilp: &IlpSchedule) -> String {
     format!(
-        "DP period (dashed line) {} at T^ = {}; valid schedule period (solid line) {}",
+        "DP period (dashed line) {} at T^ = {}; valid schedule period (solid line) {}{}",
         fmt_ms(dp.period),
         fmt_ms(dp.t_hat),
-        fmt_ms(ilp.period)
+        fmt_ms(ilp.period),
+        blocks_note(dp)
     )
+}
+
+/// How the DP saw a long chain.
+fn blocks_note(dp: &DpResult) -> String {
+    dp.blocks.map_or(String::new(), |b| {
+        format!(
+            "; the DP ran on the chain merged into {b} blocks of consecutive layers (--set blocks)"
+        )
+    })
 }
 
 /// The DP's own figures, as counters.

@@ -28,9 +28,8 @@ pub(super) struct Dp<'a> {
 }
 
 impl<'a> Dp<'a> {
-    pub(super) fn new(mc: &'a MadChain, t_hat: f64, opts: &DpOptions) -> Dp<'a> {
+    pub(super) fn new(mc: &'a MadChain, t_hat: f64, opts: &DpOptions, ranges: Ranges) -> Dp<'a> {
         let n = mc.len();
-        let (total, comm) = totals(mc);
         let mut max_u = vec![0.0f64; n + 1];
         for i in 0..n {
             max_u[i + 1] = max_u[i].max(mc.u(i, i + 1));
@@ -39,9 +38,9 @@ impl<'a> Dp<'a> {
             mc,
             t_hat,
             limit: mc.memory * (1.0 + MEM_TOL),
-            gt: Grid::new(opts.grid_t, total),
+            gt: Grid::new(opts.grid_t, ranges.load),
             gm: Grid::new(opts.grid_m, mc.memory),
-            gv: Grid::new(opts.grid_v, total + comm),
+            gv: Grid::new(opts.grid_v, ranges.delay),
             max_u,
         }
     }
@@ -415,6 +414,26 @@ impl<'a> Dp<'a> {
             stages,
             special_load: t,
             special_memory: m,
+        }
+    }
+}
+
+/// The ranges the special load and delay grids divide into their points.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Ranges {
+    /// Special GPU's load: `[0, load]`.
+    pub(super) load: f64,
+    /// Delay: `[0, delay]`.
+    pub(super) delay: f64,
+}
+
+impl Ranges {
+    /// The paper's: `U(0,L)` and `U(0,L) + Sum C`.
+    pub(super) fn paper(mc: &MadChain) -> Ranges {
+        let (total, comm) = totals(mc);
+        Ranges {
+            load: total,
+            delay: total + comm,
         }
     }
 }

@@ -13,6 +13,9 @@ pub struct DpOptions {
     pub grid_v: usize,
     /// Rounds K of the T^ search (`--set rounds`).
     pub k_rounds: usize,
+    /// Longest chain the DP runs on (`--set blocks`): a longer one is merged into at most this
+    /// many blocks of consecutive layers first; 0 = never merge.
+    pub blocks: usize,
 }
 
 impl Default for DpOptions {
@@ -22,13 +25,14 @@ impl Default for DpOptions {
             grid_m: 11,
             grid_v: 51,
             k_rounds: 10,
+            blocks: 128,
         }
     }
 }
 
 impl DpOptions {
     /// The settings [`DpOptions::from_settings`] reads.
-    pub const PARAMS: [Param; 4] = [
+    pub const PARAMS: [Param; 5] = [
         Param::new(
             "grid_t",
             Kind::Grid,
@@ -53,6 +57,13 @@ impl DpOptions {
             "10",
             "rounds K of the T^ search",
         ),
+        Param::new(
+            "blocks",
+            Kind::Count { min: 0 },
+            "128",
+            "longest chain the DP runs on: longer ones are merged into this many blocks of \
+             consecutive layers (0: never)",
+        ),
     ];
 
     /// No rounding at all (every grid 0): the DP memoizes exact values. Exponential in the worst
@@ -75,6 +86,7 @@ impl DpOptions {
             grid_m: get("grid_m", d.grid_m),
             grid_v: get("grid_v", d.grid_v),
             k_rounds: get("rounds", d.k_rounds),
+            blocks: get("blocks", d.blocks),
         }
     }
 }

@@ -86,6 +86,9 @@ pub struct DpResult {
     /// True when none of the K rounds fitted memory and the allocation comes from one extra
     /// round at the largest useful T^ (every stage in the first 1F1B* group).
     pub extra_round: bool,
+    /// The number of blocks of consecutive layers the DP ran on, when the chain was longer than
+    /// `--set blocks` (stages always map back to layers).
+    pub blocks: Option<usize>,
 }
 
 /// The allocation of one DP call at a fixed T^.

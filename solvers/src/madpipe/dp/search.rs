@@ -73,7 +73,7 @@ pub fn madpipe_dp_at(
     }
     let mc = MadChain::new(inst);
     let _started = Instant::now();
-    Dp::new(&mc, t_hat, opts)
+    Dp::new(&mc, t_hat, opts, Ranges::paper(&mc))
         .run((gpus - 1) as u32, deadline)
         .map_err(|_| deadline.error())
 }
@@ -96,11 +96,19 @@ pub fn madpipe_dp(
     inst: &Instance,
     gpus: usize,
     opts: &DpOptions,
+    ceiling: Option<f64>,
     deadline: &Deadline,
 ) -> Result<DpResult, SolveError> {
     check_input(inst, gpus, opts)?;
     let _started = Instant::now();
-    let mc = MadChain::new(inst);
+    let full = MadChain::new(inst);
+    let blocks = (opts.blocks > 0 && full.len() > opts.blocks)
+        .then(|| block_ends(&full, opts.blocks))
+        .flatten();
+    let mc = match &blocks {
+        Some(ends) => full.merged(ends),
+        None => full.clone(),
+    };
     let n = mc.len();
     let (total, comm) = totals(&mc);
     let ub0 = total + comm;
@@ -113,9 +121,20 @@ pub fn madpipe_dp(
             ),
         )));
     }
+    let paper = Ranges::paper(&mc);
+    // A period some plan of the space already reaches bounds T^ and the useful special loads.
+    let ceiling = ceiling.filter(|&c| c > 0.0 && c < ub0);
+    let ranges = match ceiling {
+        Some(c) => Ranges {
+            load: paper.load.min(c),
+            delay: paper.delay.min(DELAY_PERIODS * c),
+        },
+        None => paper,
+    };
     let mut search = Search {
         mc: &mc,
         opts,
+        ranges,
         normal: (gpus - 1) as u32,
         deadline,
         rounds: Vec::new(),
@@ -125,7 +144,7 @@ pub fn madpipe_dp(
         dominated: 0,
     };
     let mut lb = total / gpus as f64;
-    let mut ub = ub0;
+    let mut ub = ceiling.unwrap_or(ub0);
     let mut t_hat = lb;
     let mut timed_out = false;
     for _ in 0..opts.k_rounds {
@@ -148,9 +167,15 @@ pub fn madpipe_dp(
         match search.round(t_max) {
             Ok(Some(_)) => extra_round = true,
             Ok(None) => {
-                return Err(SolveError::Infeasible(infeasible_message(
-                    inst, &mc, gpus, t_max,
-                )))
+                let mut msg = infeasible_message(inst, &full, gpus, t_max);
+                if let Some(ends) = &blocks {
+                    msg.push_str(&format!(
+                        " (the DP ran on the chain merged into {} blocks; --set blocks=0 runs it \
+                         on every layer)",
+                        ends.len()
+                    ));
+                }
+                return Err(SolveError::Infeasible(msg));
             }
             Err(TimedOut) => timed_out = true,
         }
@@ -168,6 +193,16 @@ pub fn madpipe_dp(
     };
     let special_gpu = (gpus - 1) as u32;
     let mut detail = alloc.stages;
+    if let Some(ends) = &blocks {
+        for s in &mut detail {
+            s.first = if s.first == 0 {
+                0
+            } else {
+                ends[s.first - 1] + 1
+            };
+            s.last = ends[s.last];
+        }
+    }
     let mut next = 0u32;
     let mut memory = vec![0.0; gpus];
     for s in &mut detail {
@@ -202,13 +237,65 @@ pub fn madpipe_dp(
         dominated,
         timed_out,
         extra_round,
+        blocks: blocks.map(|e| e.len()),
     })
+}
+
+/// Multiples of the ceiling the delay grid spans when a ceiling is known: delays grow by about
+/// one period per 1F1B* group, and the grid's step (about 1/6 of the ceiling with 51 points)
+/// stays a fraction of the period whatever the chain's length, where the paper's range
+/// `U(0,L) + Sum C` (every cut counted, though a plan crosses at most a few) makes it many periods
+/// on long chains.
+const DELAY_PERIODS: f64 = 8.0;
+
+/// Ends of at most `max` blocks of consecutive layers (`None` when there is no load to balance):
+/// each block closes at the cheapest cut (least link load) among the layers where its load lies
+/// between `x / 2` and `3 x / 2`, `x = 2 U(0,L) / (max - 1)`, so that every block but the last
+/// carries at least `U(0,L) / (max - 1)`.
+fn block_ends(mc: &MadChain, max: usize) -> Option<Vec<usize>> {
+    let n = mc.len();
+    let total = mc.u(0, n);
+    if max < 2 || !(total > 0.0 && total.is_finite()) {
+        return None;
+    }
+    // The relative slack keeps the count within `max` despite rounding in the sums.
+    let target = 2.0 * total / (max - 1) as f64 * (1.0 + 1e-9);
+    let mut ends = Vec::new();
+    let mut start = 0;
+    while start < n {
+        let mut load = 0.0;
+        let mut cheapest: Option<(f64, usize)> = None;
+        let mut i = start;
+        loop {
+            load += mc.u(i, i + 1);
+            if i + 1 == n {
+                ends.push(i);
+                start = n;
+                break;
+            }
+            if load >= target / 2.0 {
+                let c = mc.c(i + 1);
+                if cheapest.is_none_or(|(best, _)| c < best) {
+                    cheapest = Some((c, i));
+                }
+                if load >= 1.5 * target {
+                    let (_, e) = cheapest.expect("set at half the target");
+                    ends.push(e);
+                    start = e + 1;
+                    break;
+                }
+            }
+            i += 1;
+        }
+    }
+    Some(ends)
 }
 
 /// The state of Algorithm 1 across rounds.
 pub(super) struct Search<'a> {
     pub(super) mc: &'a MadChain,
     pub(super) opts: &'a DpOptions,
+    pub(super) ranges: Ranges,
     pub(super) normal: u32,
     pub(super) deadline: &'a Deadline,
     pub(super) rounds: Vec<DpRound>,
@@ -231,17 +318,18 @@ impl Search<'_> {
             });
             return Ok(None);
         }
-        let run = match Dp::new(self.mc, t_hat, self.opts).run(self.normal, self.deadline) {
-            Ok(run) => run,
-            Err(e) => {
-                self.rounds.push(DpRound {
-                    t_hat,
-                    outcome: RoundOutcome::TimedOut,
-                    states: 0,
-                });
-                return Err(e);
-            }
-        };
+        let run =
+            match Dp::new(self.mc, t_hat, self.opts, self.ranges).run(self.normal, self.deadline) {
+                Ok(run) => run,
+                Err(e) => {
+                    self.rounds.push(DpRound {
+                        t_hat,
+                        outcome: RoundOutcome::TimedOut,
+                        states: 0,
+                    });
+                    return Err(e);
+                }
+            };
         self.states += run.states;
         self.transitions += run.transitions;
         self.dominated += run.dominated;

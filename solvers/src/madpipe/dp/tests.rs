@@ -62,7 +62,7 @@ fn snap_is_the_least_grid_point_at_or_above() {
 fn groups_and_oplus_follow_the_paper() {
     let inst = inst();
     let mc = MadChain::new(&inst);
-    let dp = Dp::new(&mc, 10.0, &DpOptions::exact());
+    let dp = Dp::new(&mc, 10.0, &DpOptions::exact(), Ranges::paper(&mc));
     assert_eq!(dp.groups(0.0), 0.0);
     assert_eq!(dp.groups(10.0), 1.0);
     assert_eq!(
@@ -137,7 +137,8 @@ fn options_from_settings() {
             grid_t: 201,
             grid_m: 0,
             grid_v: 0,
-            k_rounds: 3
+            k_rounds: 3,
+            blocks: 128,
         }
     );
     for (key, bad) in [

@@ -297,6 +297,12 @@ pub fn least_period(
     least_period_within(inst, stages, opts, &Deadline::after(opts.time_limit))
 }
 
+/// The least period any schedule of the allocation can have, the load of its busiest resource
+/// (GPU or link, in the instance's topology), and that resource described: cheap, no ILP.
+pub fn busiest_resource(inst: &Instance, stages: &[Stage]) -> Result<(f64, String), SolveError> {
+    Ok(Alloc::new(inst, stages)?.max_load())
+}
+
 /// [`least_period`] within a deadline the caller started (`opts.time_limit` is not used).
 pub fn least_period_within(
     inst: &Instance,
