@@ -507,6 +507,10 @@ pub struct GenerateArgs {
     /// Sequence length in tokens, language models (default: the model's).
     #[arg(long)]
     pub seq_len: Option<u32>,
+    /// Decoder blocks of a decoder-only language model: gpt3-*, llama3-*, mixtral-8x7b
+    /// (default: the model's; the chain has blocks + 2 layers).
+    #[arg(long)]
+    pub blocks: Option<u32>,
     /// Precision (default: fp32 for CNNs, mixed for transformers).
     #[arg(long, value_enum)]
     pub precision: Option<PrecisionArg>,

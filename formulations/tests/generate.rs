@@ -566,3 +566,48 @@ fn context_lengths_are_checked() {
     .unwrap_err();
     assert!(e.to_string().contains("8192 tokens of context"), "{e}");
 }
+
+/// `blocks` repeats a decoder-only model's block: the chain has blocks + 2 layers, every block
+/// the model's own, and the name and title say how many; other models and zero are refused.
+#[test]
+fn blocks_repeat_a_decoder_block() {
+    let base = network(&opts("gpt3-6.7b")).unwrap();
+    let o = GenerateOptions {
+        blocks: Some(1248),
+        ..opts("gpt3-6.7b")
+    };
+    let long = network(&o).unwrap();
+    assert_eq!(long.layers.len(), 1250);
+    assert_eq!(long.layers[700].macs, base.layers[1].macs);
+    assert_eq!(long.layers[700].params, base.layers[1].params);
+    assert_eq!(long.layers[1249].name, "head");
+    let inst = generate(&o).unwrap();
+    assert_eq!(inst.name, "gpt3-6.7b-1248blocks-s2048-b1-4gpu-16gib");
+    assert_eq!(inst.model.name, "GPT-3 6.7B with 1248 decoder blocks");
+    let llama = GenerateOptions {
+        blocks: Some(510),
+        ..opts("llama3-8b")
+    };
+    assert_eq!(generate(&llama).unwrap().num_layers(), 512);
+    // The model's own count is the default.
+    assert_eq!(generate(&opts("llama3-405b")).unwrap().num_layers(), 128);
+    let e = generate(&GenerateOptions {
+        blocks: Some(4),
+        ..opts("resnet50")
+    })
+    .unwrap_err()
+    .to_string();
+    assert!(e.starts_with("blocks: resnet50 has a fixed layout"), "{e}");
+    for b in [0, 100_001] {
+        let e = generate(&GenerateOptions {
+            blocks: Some(b),
+            ..opts("gpt3-2.6b")
+        })
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains(&format!("{b} decoder blocks; between 1 and 100000")),
+            "{e}"
+        );
+    }
+}

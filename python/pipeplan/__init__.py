@@ -263,6 +263,7 @@ def generate(
     batch: Optional[int] = None,
     image_size: Optional[int] = None,
     seq_len: Optional[int] = None,
+    blocks: Optional[int] = None,
     precision: Optional[str] = None,
     optimizer: Optional[str] = None,
     device: str = "v100",
@@ -276,7 +277,8 @@ def generate(
     """An instance from an analytic model of a known network (``pipeplan generate``).
 
     ``model`` is one of :func:`models`. Quantities are text with a unit (``"16GiB"``,
-    ``"12GB/s"``) or bare numbers (bytes, bytes/s). ``precision``: fp32, fp16, bf16 or mixed;
+    ``"12GB/s"``) or bare numbers (bytes, bytes/s). ``blocks``: decoder blocks of a decoder-only
+    language model (gpt3-*, llama3-*, mixtral-8x7b). ``precision``: fp32, fp16, bf16 or mixed;
     ``optimizer``: sgd, momentum or adam; ``device``: v100 or a100; ``schedule``: async, 1f1b or
     gpipe. Defaults are the generator's (see ``pipeplan generate --help``).
     """
@@ -286,6 +288,7 @@ def generate(
         batch,
         image_size,
         seq_len,
+        blocks,
         precision,
         optimizer,
         device,

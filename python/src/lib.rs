@@ -285,14 +285,18 @@ fn solve(
 ) -> PyResult<(String, String)> {
     let algo = algorithm(py, algorithm_name)?;
     let inst = &instance.get().inner;
-    if let Err(u) = algo.supports(inst) {
-        return Err(error(
-            py,
-            "UnsupportedError",
-            harness::unsupported_message(algo.as_ref(), inst, &u),
-        ));
-    }
     let opts = options(py, time_limit, seed, stages, settings)?;
+    match harness::support(algo.as_ref(), inst, &opts) {
+        Err(SolveError::Unsupported(u)) => {
+            return Err(error(
+                py,
+                "UnsupportedError",
+                harness::unsupported_message(algo.as_ref(), inst, &u),
+            ))
+        }
+        Err(e) => return Err(solve_error(py, e)),
+        Ok(()) => {}
+    }
     let result = wait_interruptibly(py, |flag| {
         harness::run_interruptible(algo.as_ref(), inst, &opts, Some(flag))
     })?;
@@ -436,8 +440,8 @@ impl From<Cluster> for ClusterSpec {
 /// Generates an instance from an analytic model (as `pipeplan generate`). Keywords are the
 /// CLI's flags; `cluster` is a dict of the cluster flags (quantities as text).
 #[pyfunction]
-#[pyo3(signature = (model, cluster, batch, image_size, seq_len, precision, optimizer, device,
-                    tflops, efficiency, schedule, micro_batches, name, note))]
+#[pyo3(signature = (model, cluster, batch, image_size, seq_len, blocks, precision, optimizer,
+                    device, tflops, efficiency, schedule, micro_batches, name, note))]
 #[allow(clippy::too_many_arguments)]
 fn generate_instance(
     py: Python<'_>,
@@ -446,6 +450,7 @@ fn generate_instance(
     batch: Option<u32>,
     image_size: Option<u32>,
     seq_len: Option<u32>,
+    blocks: Option<u32>,
     precision: Option<String>,
     optimizer: Option<String>,
     device: &str,
@@ -469,6 +474,7 @@ fn generate_instance(
     }
     o.image_size = image_size;
     o.seq_len = seq_len;
+    o.blocks = blocks;
     o.precision = format_value::<Precision>(py, "--precision", precision)?;
     o.optimizer = match optimizer.as_deref() {
         None => None,

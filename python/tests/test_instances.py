@@ -67,6 +67,8 @@ def test_generate_takes_the_cli_options():
     assert d["training"]["schedule"] == "gpipe"
     assert d["training"]["micro_batches"] == 8
     assert {m["name"] for m in pipeplan.models()} >= {"resnet50", "bert-large", "gpt3-2.6b"}
+    long = pipeplan.generate("gpt3-6.7b", gpus=32, memory="80GiB", bandwidth="300GB/s", blocks=510)
+    assert long.name == "gpt3-6.7b-510blocks-s2048-b1-32gpu-80gib" and long.layers == 512
 
 
 def test_generate_rejects_bad_values_with_the_cli_messages(cli):
@@ -79,6 +81,8 @@ def test_generate_rejects_bad_values_with_the_cli_messages(cli):
         pipeplan.generate("resnet50", optimizer="lion")
     with pytest.raises(pipeplan.InstanceError, match="--schedule"):
         pipeplan.generate("resnet50", schedule="zero-bubble")
+    with pytest.raises(pipeplan.InstanceError, match="fixed layout"):
+        pipeplan.generate("resnet50", blocks=4)
     with pytest.raises(ValueError):
         pipeplan.generate("no-such-net")
 

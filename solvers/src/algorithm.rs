@@ -377,17 +377,34 @@ pub trait Algorithm: Sync + Send {
     fn params(&self) -> Vec<Param> {
         Vec::new()
     }
-    /// Says why the algorithm cannot run on `inst`, if it cannot (default: every instance).
+    /// Says why the algorithm cannot run on `inst` at its default settings, if it cannot
+    /// (default: every instance).
     fn supports(&self, _inst: &Instance) -> Result<(), Unsupported> {
         Ok(())
+    }
+    /// Says why the algorithm cannot run on `inst` with `settings`, if it cannot: what the
+    /// harness checks before [`Algorithm::compute`]. An algorithm with a size limit that a
+    /// setting lifts (`docs/limits.md`) overrides this one and answers [`Algorithm::supports`]
+    /// with its defaults; the default is [`Algorithm::supports`].
+    fn supports_with(&self, inst: &Instance, _settings: &Settings) -> Result<(), Unsupported> {
+        self.supports(inst)
     }
     /// Computes a plan within `ctx` (deadline, seed, stages, typed settings). The returned
     /// solution has `evaluated: None`: the harness times and evaluates it.
     fn compute(&self, inst: &Instance, ctx: &Context) -> Result<Solution, SolveError>;
-    /// Checks `opts` against [`Algorithm::params`], starts the deadline and computes: what the
-    /// harness does before timing and evaluating (see [`crate::harness::run`]).
+    /// Checks `opts` against [`Algorithm::params`], starts the deadline, checks
+    /// [`Algorithm::supports_with`] and computes: what the harness does before timing and
+    /// evaluating (see [`crate::harness::run`]).
     fn solve(&self, inst: &Instance, opts: &SolveOptions) -> Result<Solution, SolveError> {
-        self.compute(inst, &Context::of(self, opts)?)
+        let ctx = Context::of(self, opts)?;
+        self.supports_with(inst, &ctx.settings)?;
+        self.compute(inst, &ctx)
+    }
+    /// Every declared setting at its default ([`Settings::defaults`] of
+    /// [`Algorithm::params`]): what [`Algorithm::supports`] checks for an algorithm whose size
+    /// limit a setting lifts.
+    fn default_settings(&self) -> Settings {
+        Settings::defaults(&self.params())
     }
 }
 

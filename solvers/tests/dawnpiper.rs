@@ -221,12 +221,32 @@ fn errors_are_precise() {
         .solve(&tiny, &SolveOptions::default())
         .unwrap_err();
     assert!(matches!(e, SolveError::Infeasible(_)), "{e}");
+}
+
+/// Above `max_nodes` the exhaustive reference declines the graph up front, naming its size, the
+/// limit and the setting that lifts it; raised, it solves.
+#[test]
+fn exhaustive_declines_graphs_above_its_limit() {
     let big = random(1, 70, 2, 8.0, "1f1b");
+    let e = Exhaustive.supports(&big).unwrap_err().0;
+    assert!(
+        e.contains("70 nodes")
+            && e.contains("limit of 64 nodes")
+            && e.contains("--set max_nodes=70"),
+        "{e}"
+    );
     let e = Exhaustive
         .solve(&big, &SolveOptions::default())
-        .unwrap_err()
-        .to_string();
-    assert!(e.starts_with("--set max_nodes"), "{e}");
+        .unwrap_err();
+    assert!(matches!(e, SolveError::Unsupported(_)), "{e}");
+    let raised = with(&[("max_nodes", "70")], None);
+    assert!(pipeplan_solvers::harness::support(&Exhaustive, &big, &raised).is_ok());
+    assert!(!matches!(
+        Exhaustive.solve(&big, &raised),
+        Err(SolveError::Unsupported(_))
+    ));
+    let small = random(1, 64, 2, 8.0, "1f1b");
+    assert!(Exhaustive.supports(&small).is_ok());
 }
 
 #[test]

@@ -231,8 +231,9 @@ fn settings_are_checked() {
 }
 
 /// GPT-3 6.7B on 512 GPUs at one sample per micro-batch: the engine's rule (chunks <= batch /
-/// dp) leaves data parallelism 1, and 34 layers x tp 8 cannot fill 512 GPUs. The error says so
-/// with numbers that add up; fewer micro-batches give a plan.
+/// dp) leaves data parallelism 1, and pp 32 (the largest power of two up to its 34 layers) x tp
+/// 8 cannot fill 512 GPUs. The error says so with numbers that add up; fewer micro-batches give
+/// a plan.
 #[test]
 fn a_cluster_the_batch_cannot_fill_is_explained() {
     use pipeplan_formulations::generate::{generate, GenerateOptions};
@@ -258,7 +259,9 @@ fn a_cluster_the_batch_cannot_fill_is_explained() {
         e.contains(&format!("{m} micro-batches of a {m}-sample batch"))
             && e.contains("data parallelism of at most 1")
             && e.contains("pp x tp must reach 512 GPUs")
-            && e.contains("pp is at most 34 (the layers) and tp at most 8, 272 GPUs"),
+            && e.contains(
+                "pp is at most 32 (max_pp_deg; the chain has 34 layers) and tp at most 8, 256 GPUs"
+            ),
         "{e}"
     );
     let mut opts = SolveOptions::default();

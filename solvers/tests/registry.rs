@@ -1,8 +1,8 @@
 //! One property over the whole registry, on random small instances (edges included: one layer,
-//! one GPU, more GPUs than layers, memory far too small) and on the edges of scale (1,024 GPUs
-//! over 128 nodes, one huge layer): every algorithm returns a plan the evaluator accepts or one
-//! clear error, never a panic; and on every objective, an exact algorithm's proven optimum is at
-//! least as good as every heuristic of the same space.
+//! one GPU, more GPUs than layers, memory far too small) and on the edges of scale (1,024 and
+//! 4,096 GPUs over 128 and 512 nodes, 1,250 layers, one huge layer): every algorithm returns a
+//! plan the evaluator accepts or one clear error, never a panic; and on every objective, an exact
+//! algorithm's proven optimum is at least as good as every heuristic of the same space.
 
 use pipeplan_formulations::instance::{Cluster, Instance, Layer};
 use pipeplan_formulations::testing::small_instance;
@@ -78,6 +78,10 @@ fn every_algorithm_answers_at_the_edges_of_scale() {
         edge(16, 1024, 8, 20.0 * mib),
         // One layer of 1 TiB of weights: fits nowhere.
         edge(4, 4, 4, 1024.0 * 1024.0 * mib),
+        // The far rungs of the scaling study (docs/limits.md): a long chain on 4 nodes, and a
+        // 128-layer model on 4,096 GPUs; exact methods too big for them decline up front.
+        edge(1250, 32, 8, 20.0 * mib),
+        edge(128, 4096, 8, 20.0 * mib),
     ] {
         let results = answers(&inst, Duration::from_secs(1));
         assert!(

@@ -156,6 +156,7 @@ pub fn generate(a: GenerateArgs) -> Result<(), Failure> {
     }
     o.image_size = a.image_size;
     o.seq_len = a.seq_len;
+    o.blocks = a.blocks;
     o.precision = a.precision.map(|p| match p {
         PrecisionArg::Fp32 => Precision::Fp32,
         PrecisionArg::Fp16 => Precision::Fp16,

@@ -6,7 +6,7 @@ use crate::report::{self, Record};
 use crate::table::Table;
 use pipeplan_formulations::evaluate::evaluate as judge;
 use pipeplan_formulations::Instance;
-use pipeplan_solvers::algorithm::{Algorithm, SolveOptions};
+use pipeplan_solvers::algorithm::{Algorithm, SolveError, SolveOptions};
 use pipeplan_solvers::{harness, registry};
 
 fn options(f: &SolveFlags) -> SolveOptions {
@@ -31,14 +31,18 @@ fn algorithm(name: &str) -> Result<Box<dyn Algorithm>, Failure> {
 pub fn solve(a: SolveArgs) -> Result<(), Failure> {
     let inst = super::read_calibrated(&a.instance, &a.calibration)?;
     let algo = algorithm(&a.algo)?;
-    if let Err(u) = algo.supports(&inst) {
-        return Err(Failure::input(harness::unsupported_message(
-            algo.as_ref(),
-            &inst,
-            &u,
-        )));
+    let opts = options(&a.flags);
+    match harness::support(algo.as_ref(), &inst, &opts) {
+        Err(SolveError::Unsupported(u)) => {
+            return Err(Failure::input(harness::unsupported_message(
+                algo.as_ref(),
+                &inst,
+                &u,
+            )))
+        }
+        other => other?,
     }
-    let sol = harness::run(algo.as_ref(), &inst, &options(&a.flags))?;
+    let sol = harness::run(algo.as_ref(), &inst, &opts)?;
     if let Some(p) = &a.output {
         write_or_print(Some(p), &report::json(&sol))?;
     }

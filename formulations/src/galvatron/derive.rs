@@ -11,7 +11,9 @@
 //! (consecutive groups larger than a node; strided groups on more than one node); p2p likewise;
 //! overlap coefficient 1.3 (the engine's default). Settings: one batch of
 //! `micro_batch x micro_batches` samples in `micro_batches` chunks, memory budget = GPU memory,
-//! tensor parallelism within a node (max tp = GPUs per node), memory unit chosen so that the budget is at most 128 units (rounded up, never optimistic).
+//! tensor parallelism within a node (max tp = GPUs per node), pipelines of at most one stage per
+//! layer (max pp = the largest power of two up to min(GPUs, layers)), memory unit chosen so that
+//! the budget is at most 128 units (rounded up, never optimistic).
 
 use super::profile::{Hardware, LayerType, LayerTypes, Other, OtherMemory};
 use super::settings::{PipelineType, Settings};
@@ -19,6 +21,15 @@ use crate::instance::{Instance, Precision, ScheduleKind};
 use std::collections::BTreeMap;
 
 const MB: f64 = 1024.0 * 1024.0;
+
+/// The largest power of two at most `n` (1 for 0).
+fn pow2_floor(n: u32) -> u32 {
+    if n <= 1 {
+        1
+    } else {
+        1 << (u32::BITS - 1 - n.leading_zeros())
+    }
+}
 
 /// The derived extension (see the module documentation for the rule).
 pub fn derive(inst: &Instance) -> LayerTypes {
@@ -90,7 +101,9 @@ pub fn derive(inst: &Instance) -> LayerTypes {
         settle_bsz: (inst.micro_batch() * inst.micro_batches()) as i64,
         settle_chunk: inst.micro_batches() as i64,
         max_tp_deg: per_node,
-        max_pp_deg: gpus,
+        // A pipeline has at most one stage per layer: deeper degrees only cost search time
+        // (seconds per degree on thousands of GPUs, docs/limits.md).
+        max_pp_deg: pow2_floor(gpus.min(inst.num_layers().min(u32::MAX as usize) as u32)),
         memory_unit_mb: (budget_mb / 128.0).ceil().max(1.0),
         ..Settings::default()
     };

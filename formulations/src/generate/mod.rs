@@ -128,6 +128,20 @@ pub fn models() -> &'static [ModelInfo] {
     &MODELS
 }
 
+/// Most decoder blocks [`GenerateOptions::blocks`] takes (chains of this length take a few MB).
+pub const MAX_BLOCKS: u32 = 100_000;
+
+/// The models whose block count [`GenerateOptions::blocks`] sets.
+const DECODERS: [&str; 7] = [
+    "gpt3-2.6b",
+    "gpt3-6.7b",
+    "gpt3-175b",
+    "llama3-8b",
+    "llama3-70b",
+    "llama3-405b",
+    "mixtral-8x7b",
+];
+
 fn model_info(name: &str) -> Option<&'static ModelInfo> {
     MODELS.iter().find(|m| m.name == name)
 }
@@ -239,6 +253,11 @@ pub struct GenerateOptions {
     /// Sequence length (tokens) for language models (the encoder's for T5-512/4, whose decoder
     /// always has 4 tokens); default: the model's (BERT 512, GPT-3 2048, T5 512).
     pub seq_len: Option<u32>,
+    /// Decoder blocks of a decoder-only language model (GPT-3, Llama 3, Mixtral), between 1 and
+    /// [`MAX_BLOCKS`]; default: the model's. The chain has blocks + 2 layers (embeddings, head),
+    /// every block shaped as the model's: how `benches/scaling.rs` builds chains of 512 and
+    /// 1,250 layers (`docs/limits.md`).
+    pub blocks: Option<u32>,
     /// The cluster, copied into the instance.
     pub cluster: Cluster,
     /// Instance name; default `{model}-{image}px|s{seq}-b{batch}-{gpus}gpu-{memory}gib`.
@@ -273,6 +292,7 @@ impl GenerateOptions {
             batch: model_info(model).map_or(1, |m| m.default_batch),
             image_size: None,
             seq_len: None,
+            blocks: None,
             cluster,
             name: None,
             precision: None,
@@ -333,6 +353,34 @@ pub fn network(opts: &GenerateOptions) -> Result<Network, InputError> {
     }
     let img = opts.image_size.or(info.default_image_size).unwrap_or(0) as u64;
     let seq = opts.seq_len.or(info.default_seq_len).unwrap_or(0) as u64;
+    let blocks = |default: u64| -> Result<u64, InputError> {
+        match opts.blocks {
+            None => Ok(default),
+            Some(b) if b == 0 || b > MAX_BLOCKS => Err(InputError::field(
+                "blocks",
+                format!("{b} decoder blocks; between 1 and {MAX_BLOCKS} are generated"),
+            )),
+            Some(b) => Ok(u64::from(b)),
+        }
+    };
+    if opts.blocks.is_some() && !DECODERS.contains(&info.name) {
+        return Err(InputError::field(
+            "blocks",
+            format!(
+                "{} has a fixed layout; a block count is taken by the decoder-only language \
+                 models ({})",
+                info.name,
+                DECODERS.join(", ")
+            ),
+        ));
+    }
+    let decoder = |m: &llm::Decoder| -> Result<Result<Network, String>, InputError> {
+        let m = llm::Decoder {
+            blocks: blocks(m.blocks)?,
+            ..*m
+        };
+        Ok(llm::decoder(&m, seq))
+    };
     let resnet = |title: &str, blocks, stem, w1, w2| {
         cnn::resnet(
             title,
@@ -376,13 +424,13 @@ pub fn network(opts: &GenerateOptions) -> Result<Network, InputError> {
         "vit-huge" => transformer::vit_huge(img),
         "swin-huge" => transformer::swin_huge(img),
         "bert-large" => transformer::bert_large(seq),
-        "gpt3-2.6b" => transformer::gpt3(32, 2560, 32, seq),
-        "gpt3-6.7b" => transformer::gpt3(32, 4096, 32, seq),
-        "gpt3-175b" => transformer::gpt3(96, 12288, 96, seq),
-        "llama3-8b" => llm::decoder(&llm::LLAMA3_8B, seq),
-        "llama3-70b" => llm::decoder(&llm::LLAMA3_70B, seq),
-        "llama3-405b" => llm::decoder(&llm::LLAMA3_405B, seq),
-        "mixtral-8x7b" => llm::decoder(&llm::MIXTRAL_8X7B, seq),
+        "gpt3-2.6b" => transformer::gpt3(blocks(32)?, 2560, 32, seq),
+        "gpt3-6.7b" => transformer::gpt3(blocks(32)?, 4096, 32, seq),
+        "gpt3-175b" => transformer::gpt3(blocks(96)?, 12288, 96, seq),
+        "llama3-8b" => decoder(&llm::LLAMA3_8B)?,
+        "llama3-70b" => decoder(&llm::LLAMA3_70B)?,
+        "llama3-405b" => decoder(&llm::LLAMA3_405B)?,
+        "mixtral-8x7b" => decoder(&llm::MIXTRAL_8X7B)?,
         "t5-512-4" => transformer::t5_512_4(seq),
         other => Err(format!("no builder for {other} (a bug in pipeplan)")),
     };
@@ -484,10 +532,17 @@ pub fn generate(opts: &GenerateOptions) -> Result<Instance, InputError> {
         (None, None) => String::new(),
     };
     let gib = opts.cluster.memory / 1024f64.powi(3);
+    // A block count other than the model's is part of the model's name and title.
+    let (model, title) = match opts.blocks {
+        Some(b) => (
+            format!("{}-{b}blocks", info.name),
+            format!("{} with {b} decoder blocks", net.title),
+        ),
+        None => (info.name.to_string(), net.title.clone()),
+    };
     let name = opts.name.clone().unwrap_or_else(|| {
         format!(
-            "{}-{size}-b{}-{}gpu-{}gib",
-            info.name,
+            "{model}-{size}-b{}-{}gpu-{}gib",
             opts.batch,
             opts.cluster.gpus,
             fmt_num((gib * 100.0).round() / 100.0)
@@ -505,7 +560,7 @@ pub fn generate(opts: &GenerateOptions) -> Result<Instance, InputError> {
          weights = parameters x {} bytes{}; {}. Training: {}, optimizer_state_factor {}{}; \
          schedule {}.",
         info.name,
-        net.title,
+        title,
         fmt_num(net.params()),
         if tied > 0.0 {
             format!(" (+{} in tied copies)", fmt_num(tied))
@@ -542,7 +597,7 @@ pub fn generate(opts: &GenerateOptions) -> Result<Instance, InputError> {
         name,
         source,
         model: Model {
-            name: net.title.clone(),
+            name: title,
             batch: opts.batch,
             input,
             layers,

@@ -5,9 +5,28 @@ use crate::algorithm::{
     solution, Algorithm, Claimed, Context, Family, Solution, SolveError, Stats, Status, Unsupported,
 };
 use crate::ilp::{self, IlpStatus};
+use crate::settings::{Kind, Param, Settings};
 use good_lp::{constraint, variable, Expression, ProblemVariables, SolverModel};
 use pipeplan_formulations::baselines::{max_stage, StageSums};
 use pipeplan_formulations::Instance;
+
+/// Default of `max_binaries`: the largest model the MILP accepts. Measured on 2 shared cores
+/// (`docs/limits.md`): up to 4,096 binaries HiGHS proves the optimum within 21 s; 7,680 to
+/// 8,064 take 30 to 62 s, 15,872 find no plan in a minute.
+pub const DEFAULT_MAX_BINARIES: u64 = 4_096;
+
+/// `max_binaries`: the size limit of the MILP.
+const MAX_BINARIES: Param = Param::new(
+    "max_binaries",
+    Kind::Count { min: 1 },
+    "4096",
+    "largest model accepted, in binary variables L x (P - 1) (HiGHS's time grows fast with it)",
+);
+
+/// Binary variables of the model: one per layer and stage boundary.
+fn binaries(layers: usize, stages: usize) -> u64 {
+    (layers as u64).saturating_mul(stages.saturating_sub(1) as u64)
+}
 
 /// The min-max stage-time problem as a MILP (HiGHS).
 ///
@@ -29,14 +48,26 @@ impl Algorithm for IlpBalancedTime {
     fn exact(&self) -> bool {
         true
     }
+    fn params(&self) -> Vec<Param> {
+        vec![MAX_BINARIES]
+    }
     fn supports(&self, inst: &Instance) -> Result<(), Unsupported> {
-        // L x (P-1) binaries: beyond this HiGHS takes minutes, and balanced-time is exact anyway.
+        self.supports_with(inst, &self.default_settings())
+    }
+    fn supports_with(&self, inst: &Instance, settings: &Settings) -> Result<(), Unsupported> {
+        let limit = settings
+            .count("max_binaries")
+            .unwrap_or(DEFAULT_MAX_BINARIES);
         let p = inst.num_layers().min(inst.cluster.gpus as usize);
-        let n = inst.num_layers() * p.saturating_sub(1);
-        if n > 20_000 {
+        let n = binaries(inst.num_layers(), p);
+        if n > limit {
             return Err(Unsupported(format!(
-                "{n} binary variables (L = {}, P = {p}); use balanced-time, its exact DP twin",
-                inst.num_layers()
+                "L = {} layers x (P - 1) = {} stage boundaries is {n} binary variables, above \
+                 the limit of {limit} (beyond it HiGHS may not finish within a minute; --set \
+                 max_binaries={n} lifts it); balanced-time, its exact DP twin, solves it in \
+                 milliseconds",
+                inst.num_layers(),
+                p.saturating_sub(1),
             )));
         }
         Ok(())
@@ -113,7 +144,7 @@ impl Algorithm for IlpBalancedTime {
         }
         stats
             .counters
-            .insert("binaries".into(), (nl * (p - 1)) as f64);
+            .insert("binaries".into(), binaries(nl, p) as f64);
         let claimed = Claimed {
             objective: Some(compute_objective(value)),
             ..Claimed::default()

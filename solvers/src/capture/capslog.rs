@@ -11,7 +11,9 @@
 //! after the search, split at the stage holding the peak and run the same search recursively on
 //! the layers and GPUs before it and after it, which lowers the other GPUs' memory.
 
+use crate::algorithm::SolveError;
 use crate::capture::space::{cmp_sorted_desc, Choice, PlanSpace};
+use crate::deadline::Deadline;
 
 /// Greedy fill of layers `a..b` over GPUs `off..off + p` at threshold `t` (stage ends,
 /// absolute).
@@ -49,13 +51,19 @@ fn greedy(
 
 /// Binary search over the distinct predicted stage memories for the least threshold at which the
 /// greedy fill of `a..b` over `p` GPUs succeeds; returns that fill and the number of fills tried.
+/// Each search sorts its L^2/2 x P candidates: on long chains the tie-break's recursion makes many
+/// such searches, so `deadline` is checked before each (its error: no plan yet).
 pub fn binary_search(
     space: &PlanSpace,
     a: usize,
     b: usize,
     off: usize,
     p: usize,
-) -> (Option<Vec<usize>>, u64) {
+    deadline: &Deadline,
+) -> Result<(Option<Vec<usize>>, u64), SolveError> {
+    if deadline.passed() {
+        return Err(deadline.error());
+    }
     let mut cands: Vec<f64> = (a..b)
         .flat_map(|i| {
             (i..b).flat_map(move |j| {
@@ -79,20 +87,24 @@ pub fn binary_search(
             None => lo = mid + 1,
         }
     }
-    (found, tries)
+    Ok((found, tries))
 }
 
+/// A CAPSlog search's answer: the plan (`None` when no fill succeeds) and the greedy fills it
+/// tried; its error when the deadline stopped it.
+pub type Searched = Result<(Option<Vec<Choice>>, u64), SolveError>;
+
 /// capslog-bs over the whole pipeline space.
-pub fn bs(space: &PlanSpace) -> (Option<Vec<Choice>>, u64) {
-    let (ends, tries) = binary_search(space, 0, space.layers, 0, space.gpus);
-    (ends.map(|e| e.into_iter().map(|j| (j, 0)).collect()), tries)
+pub fn bs(space: &PlanSpace, deadline: &Deadline) -> Searched {
+    let (ends, tries) = binary_search(space, 0, space.layers, 0, space.gpus, deadline)?;
+    Ok((ends.map(|e| e.into_iter().map(|j| (j, 0)).collect()), tries))
 }
 
 /// capslog-bs-tb: [`bs`], then the recursive tie-break around the peak stage.
-pub fn bs_tb(space: &PlanSpace) -> (Option<Vec<Choice>>, u64) {
+pub fn bs_tb(space: &PlanSpace, deadline: &Deadline) -> Searched {
     let mut tries = 0;
-    let ends = tb(space, 0, space.layers, 0, space.gpus, &mut tries);
-    (ends.map(|e| e.into_iter().map(|j| (j, 0)).collect()), tries)
+    let ends = tb(space, 0, space.layers, 0, space.gpus, &mut tries, deadline)?;
+    Ok((ends.map(|e| e.into_iter().map(|j| (j, 0)).collect()), tries))
 }
 
 fn tb(
@@ -102,12 +114,15 @@ fn tb(
     off: usize,
     p: usize,
     tries: &mut u64,
-) -> Option<Vec<usize>> {
-    let (ends, t) = binary_search(space, a, b, off, p);
+    deadline: &Deadline,
+) -> Result<Option<Vec<usize>>, SolveError> {
+    let (ends, t) = binary_search(space, a, b, off, p, deadline)?;
     *tries += t;
-    let ends = ends?;
+    let Some(ends) = ends else {
+        return Ok(None);
+    };
     if p <= 1 {
-        return Some(ends);
+        return Ok(Some(ends));
     }
     // The first stage holding the peak.
     let mut first = a;
@@ -123,25 +138,15 @@ fn tb(
     let end = ends[s];
     let mut out = Vec::with_capacity(p);
     if s > 0 {
-        out.extend(better(
-            space,
-            a,
-            off,
-            tb(space, a, start, off, s, tries),
-            &ends[..s],
-        ));
+        let before = tb(space, a, start, off, s, tries, deadline)?;
+        out.extend(better(space, a, off, before, &ends[..s]));
     }
     out.push(end);
     if s + 1 < p {
-        out.extend(better(
-            space,
-            end + 1,
-            off + s + 1,
-            tb(space, end + 1, b, off + s + 1, p - s - 1, tries),
-            &ends[s + 1..],
-        ));
+        let after = tb(space, end + 1, b, off + s + 1, p - s - 1, tries, deadline)?;
+        out.extend(better(space, end + 1, off + s + 1, after, &ends[s + 1..]));
     }
-    Some(out)
+    Ok(Some(out))
 }
 
 /// The better (tie-break order) of a recursive fill and the original one of the same layers.

@@ -9,7 +9,9 @@
 //! is itself the smallest in stage order: the lexicographically smallest plan, which is the one
 //! enumeration in that order keeps. See `docs/capture.md`.
 
+use crate::algorithm::SolveError;
 use crate::capture::space::{Choice, PlanSpace};
+use crate::deadline::Deadline;
 use std::cmp::Ordering;
 
 /// Counters of one DP run.
@@ -26,22 +28,28 @@ pub struct DpCounters {
 /// Under the 1F1B correction a stage's memory depends on its position s among P stages: the
 /// state gains s, and for hybrid spaces (where P is not fixed) the DP runs once per P and keeps
 /// the best plan in the same order.
-pub fn solve(space: &PlanSpace) -> (Option<Vec<Choice>>, DpCounters) {
+///
+/// It stops at `deadline` with the deadline's error: a partial DP has no plan.
+pub fn solve(
+    space: &PlanSpace,
+    deadline: &Deadline,
+) -> Result<(Option<Vec<Choice>>, DpCounters), SolveError> {
     let mut counters = DpCounters::default();
     if !space.corrected() {
-        return (solve_fixed(space, None, &mut counters), counters);
+        let plan = solve_fixed(space, None, &mut counters, deadline)?;
+        return Ok((plan, counters));
     }
     let most = space.layers.min(space.gpus);
     let mut best: Option<crate::capture::space::Key> = None;
     for p in 1..=most {
-        if let Some(plan) = solve_fixed(space, Some(p), &mut counters) {
+        if let Some(plan) = solve_fixed(space, Some(p), &mut counters, deadline)? {
             let key = crate::capture::space::Key::of(space, &plan);
             if best.as_ref().is_none_or(|b| key.rank(b).is_lt()) {
                 best = Some(key);
             }
         }
     }
-    (best.map(|k| k.choices), counters)
+    Ok((best.map(|k| k.choices), counters))
 }
 
 /// The DP for plans of exactly `positions` stages (any number when `None`, without correction).
@@ -49,7 +57,8 @@ fn solve_fixed(
     space: &PlanSpace,
     positions: Option<usize>,
     counters: &mut DpCounters,
-) -> Option<Vec<Choice>> {
+    deadline: &Deadline,
+) -> Result<Option<Vec<Choice>>, SolveError> {
     let (l, gpus) = (space.layers, space.gpus);
     let npos = positions.map_or(1, |p| p + 1);
     let idx = |i: usize, g: usize, s: usize| (i * (gpus + 1) + g) * npos + s;
@@ -60,6 +69,9 @@ fn solve_fixed(
     let step = |s: usize| if positions.is_some() { s + 1 } else { 0 };
     let last_pos = positions.unwrap_or(0);
     for i in (0..l).rev() {
+        if deadline.passed() {
+            return Err(deadline.error());
+        }
         for g in (0..gpus).rev() {
             for s in (0..npos).rev() {
                 if !space.can_finish(i, g) || (positions.is_some() && s >= last_pos) {
@@ -104,13 +116,15 @@ fn solve_fixed(
     let mut plan = Vec::new();
     let (mut i, mut g, mut s) = (0, 0, 0);
     while i < l {
-        let (_, (j, c)) = best[idx(i, g, s)].as_ref()?;
+        let Some((_, (j, c))) = best[idx(i, g, s)].as_ref() else {
+            return Ok(None);
+        };
         plan.push((*j, *c));
         g = space.next_gpu(g, *c).expect("stored transitions fit");
         s = step(s);
         i = j + 1;
     }
-    Some(plan)
+    Ok(Some(plan))
 }
 
 /// `d` copies of `m` merged into the descending `suffix`.

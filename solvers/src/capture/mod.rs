@@ -27,14 +27,16 @@ pub mod bo_gp;
 pub mod capslog;
 pub mod enumerate;
 pub mod exact;
+pub mod size;
 pub mod space;
 
 use crate::algorithm::{
-    counter, Algorithm, Context, Family, Solution, SolveError, Stats, Status, Stop,
+    counter, Algorithm, Context, Family, Solution, SolveError, Stats, Status, Stop, Unsupported,
 };
-use crate::settings::{Kind as ParamKind, Param};
+use crate::deadline::Deadline;
+use crate::settings::{Kind as ParamKind, Param, Settings};
 use pipeplan_formulations::{InputError, Instance};
-use space::{Choice, PlanSpace, COMMON_PARAMS};
+use space::{PlanSpace, COMMON_PARAMS};
 
 /// The family's algorithms, in the order `pipeplan algorithms` lists them.
 pub fn algorithms() -> Vec<Box<dyn Algorithm>> {
@@ -238,6 +240,13 @@ impl Algorithm for CaptureAlgorithm {
             .copied()
             .collect()
     }
+    fn supports(&self, inst: &Instance) -> Result<(), Unsupported> {
+        self.supports_with(inst, &self.default_settings())
+    }
+    /// Spaces too big to build or search are declined ([`size::check`]).
+    fn supports_with(&self, inst: &Instance, settings: &Settings) -> Result<(), Unsupported> {
+        size::check(self.0, inst, settings)
+    }
     fn compute(&self, inst: &Instance, ctx: &Context) -> Result<Solution, SolveError> {
         match self.0 {
             Kind::Capture => run_enumeration(self, inst, ctx, PlanSpace::hybrid(inst, ctx)?),
@@ -413,10 +422,10 @@ fn run_heuristic(
     algo: &dyn Algorithm,
     inst: &Instance,
     ctx: &Context,
-    f: fn(&PlanSpace) -> (Option<Vec<Choice>>, u64),
+    f: fn(&PlanSpace, &Deadline) -> capslog::Searched,
 ) -> Result<Solution, SolveError> {
     let space = PlanSpace::pipeline(inst, ctx)?;
-    let (plan, tries) = f(&space);
+    let (plan, tries) = f(&space, &ctx.deadline)?;
     let plan = plan.ok_or_else(|| no_plan(&space))?;
     let mut stats = Stats::new(Status::Heuristic);
     stats.counters.insert("greedy fills".into(), tries as f64);
@@ -429,7 +438,7 @@ fn run_exact(algo: &dyn Algorithm, inst: &Instance, ctx: &Context) -> Result<Sol
         Some("pipeline") => PlanSpace::pipeline(inst, ctx)?,
         _ => PlanSpace::hybrid(inst, ctx)?,
     };
-    let (plan, c) = exact::solve(&space);
+    let (plan, c) = exact::solve(&space, &ctx.deadline)?;
     let plan = plan.ok_or_else(|| no_plan(&space))?;
     let mut stats = Stats::new(Status::Optimal);
     let key = space::Key::of(&space, &plan);

@@ -9,11 +9,13 @@
 use super::bipar::describe;
 use super::options::{Comm, DpOptions};
 use super::stages::{build, StageCache};
-use crate::algorithm::{Algorithm, Context, Family, Solution, SolveError, Stats, Status};
+use crate::algorithm::{
+    Algorithm, Context, Family, Solution, SolveError, Stats, Status, Unsupported,
+};
 use crate::deadline::Deadline;
-use crate::settings::Param;
+use crate::settings::{Param, Settings};
 use pipeplan_formulations::dawnpiper::balance::Model;
-use pipeplan_formulations::{InputError, Instance};
+use pipeplan_formulations::Instance;
 
 /// Every cut position, same MemOpt.
 pub struct Exhaustive;
@@ -104,19 +106,27 @@ impl Algorithm for Exhaustive {
         p
     }
 
-    fn compute(&self, inst: &Instance, ctx: &Context) -> Result<Solution, SolveError> {
-        let o = DpOptions::from(inst, &ctx.settings);
+    fn supports(&self, inst: &Instance) -> Result<(), Unsupported> {
+        self.supports_with(inst, &self.default_settings())
+    }
+
+    fn supports_with(&self, inst: &Instance, settings: &Settings) -> Result<(), Unsupported> {
+        let o = DpOptions::from(inst, settings);
         if inst.num_layers() > o.max_nodes {
-            return Err(SolveError::Input(InputError::field(
-                "--set max_nodes",
-                format!(
-                    "the graph has {} nodes, above the exhaustive reference's limit {}; raise it \
-                     (the work grows as P n^2)",
-                    inst.num_layers(),
-                    o.max_nodes
-                ),
+            return Err(Unsupported(format!(
+                "the graph has {} nodes, above the exhaustive reference's limit of {} nodes \
+                 (its work grows as P n^2; --set max_nodes={} lifts it; dawnpiper runs BiPar at \
+                 any size)",
+                inst.num_layers(),
+                o.max_nodes,
+                inst.num_layers()
             )));
         }
+        Ok(())
+    }
+
+    fn compute(&self, inst: &Instance, ctx: &Context) -> Result<Solution, SolveError> {
+        let o = DpOptions::from(inst, &ctx.settings);
         let p = ctx.stage_count(inst)?;
         let model = Model::new(inst, o.kind, p)?;
         let mut cache = StageCache::new(&model, o);

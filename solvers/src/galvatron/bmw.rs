@@ -10,6 +10,7 @@
 //!    (when p_t is infeasible, its stage memory is the budget, so the limit is limit 2).
 
 use super::engine::{Counters, Engine, PpData, PpResult, Tables, Task};
+use crate::deadline::Deadline;
 use pipeplan_formulations::galvatron::Strategy;
 use std::collections::{BTreeSet, VecDeque};
 
@@ -25,6 +26,7 @@ pub(crate) fn adjust(
     max_partitions: usize,
     counters: &mut Counters,
     cache: &mut Tables,
+    deadline: &Deadline,
 ) -> Result<Option<PpResult>, String> {
     let start = match engine.memory_balanced(pp, t, mbsz, st)? {
         Some(p) => p,
@@ -53,6 +55,10 @@ pub(crate) fn adjust(
     let mut queue = VecDeque::from([start]);
     let mut evaluated = 1;
     while let Some(p) = queue.pop_front() {
+        if deadline.passed() {
+            counters.cut_short = true;
+            break;
+        }
         let Some(r) = engine.evaluate(pd, &p, counters, cache)? else {
             continue;
         };

@@ -4,6 +4,7 @@
 //! [`super::search`].
 
 use super::dp::{Assignment, StageDp, Table};
+use crate::deadline::Deadline;
 use pipeplan_formulations::galvatron::cost::{
     self, layer_memory, layer_time, optimal_chunk, other_time, pipeline_cost, transition,
     MemoryCall, OtherTime, PipelineCall,
@@ -354,7 +355,8 @@ impl<'a> Engine<'a> {
         pp: u32,
         st: &[Strategy],
         mbsz: u64,
-    ) -> Result<PpData, String> {
+        deadline: &Deadline,
+    ) -> Result<Option<PpData>, String> {
         let lt = self.lt;
         let gpus = lt.settings.gpu_num();
         let set: Vec<Strategy> = st.iter().filter(|s| s.pp == pp).copied().collect();
@@ -381,6 +383,11 @@ impl<'a> Engine<'a> {
         let mut mem = Vec::with_capacity(stages);
         let mut other_mem = Vec::new();
         for stage in 0..stages {
+            // One stage's memory rows cost (layer types x strategies) cost-model calls: with a
+            // hundred stages on thousands of GPUs, seconds; `None` once the deadline passed.
+            if deadline.passed() {
+                return Ok(None);
+            }
             let call = self.memory_call(t, mbsz, stage);
             let mut type_rows = Vec::with_capacity(nt);
             for ty in 0..nt {
@@ -431,7 +438,7 @@ impl<'a> Engine<'a> {
             .filter(|o| other_mem.iter().any(|(m, _)| *m == o.vtp))
             .collect();
         let n = set.len();
-        Ok(PpData {
+        Ok(Some(PpData {
             pp,
             bsz: t.bsz,
             min_tp: t.min_tp,
@@ -444,7 +451,7 @@ impl<'a> Engine<'a> {
             per_stage_mem,
             other_mem,
             other_time,
-        })
+        }))
     }
 }
 

@@ -157,7 +157,8 @@ impl Algorithm for Galvatron {
             .search(division, &ctx.deadline)
             .map_err(|m| SolveError::Input(InputError::field("extensions.layer_types", m)))?;
         let Some(found) = found else {
-            if counters.cut_short && counters.tasks == 0 {
+            // A search cut short proves nothing: the tasks it skipped may hold a plan.
+            if counters.cut_short {
                 return Err(ctx.deadline.error());
             }
             return Err(SolveError::Infeasible(plan::why_infeasible(&engine)));

@@ -18,16 +18,19 @@ impl Engine<'_> {
         division: Division,
         counters: &mut Counters,
     ) -> Result<Option<PpResult>, String> {
-        self.run_task_with(t, division, counters, &mut Tables::new())
+        self.run_task_with(t, division, counters, &mut Tables::new(), &Deadline::none())
     }
 
-    /// [`Engine::run_task`] reading and filling stage tables shared with related tasks.
+    /// [`Engine::run_task`] reading and filling stage tables shared with related tasks, and
+    /// stopping between pipeline degrees at `deadline` (one task on thousands of GPUs takes
+    /// seconds; `counters.cut_short` says so).
     fn run_task_with(
         &self,
         t: &Task,
         division: Division,
         counters: &mut Counters,
         tables: &mut Tables,
+        deadline: &Deadline,
     ) -> Result<Option<PpResult>, String> {
         let (st, mbsz) = self.task_space(t);
         if st.is_empty() {
@@ -39,11 +42,18 @@ impl Engine<'_> {
         pps.dedup();
         let mut best: Option<PpResult> = None;
         for pp in pps {
+            if deadline.passed() {
+                counters.cut_short = true;
+                break;
+            }
             if pp * t.min_tp > gpus || t.bsz % (gpus / (pp * t.min_tp)) as u64 != 0 {
                 continue;
             }
             let m = mbsz[&pp];
-            let pd = self.pp_data(t, pp, &st, m)?;
+            let Some(pd) = self.pp_data(t, pp, &st, m, deadline)? else {
+                counters.cut_short = true;
+                break;
+            };
             let single =
                 self.lt.types.len() == 1 && self.lt.settings.quirks.even_division_single_type;
             let res = match division {
@@ -58,9 +68,18 @@ impl Engine<'_> {
                     Some(p) => self.evaluate(&pd, &p, counters, tables)?,
                     None => None,
                 },
-                Division::Bmw { max_partitions } => {
-                    super::bmw::adjust(self, &pd, pp, t, m, &st, max_partitions, counters, tables)?
-                }
+                Division::Bmw { max_partitions } => super::bmw::adjust(
+                    self,
+                    &pd,
+                    pp,
+                    t,
+                    m,
+                    &st,
+                    max_partitions,
+                    counters,
+                    tables,
+                    deadline,
+                )?,
             };
             if let Some(r) = res {
                 if best.as_ref().is_none_or(|b| b.cost > r.cost) {
@@ -71,7 +90,8 @@ impl Engine<'_> {
         Ok(best)
     }
 
-    /// The whole search; `deadline` stops it between tasks (the counters say so).
+    /// The whole search; `deadline` stops it between tasks and between a task's pipeline degrees
+    /// (the counters say so).
     pub fn search(
         &self,
         division: Division,
@@ -107,7 +127,7 @@ impl Engine<'_> {
                             return (Ok(None), c);
                         }
                         c.tasks = 1;
-                        let r = self.run_task_with(t, division, &mut c, &mut tables);
+                        let r = self.run_task_with(t, division, &mut c, &mut tables, deadline);
                         (r, c)
                     })
                     .collect::<Vec<_>>()

@@ -3,6 +3,7 @@
 
 use super::dp::{Assignment, StageDp};
 use super::engine::{Engine, Task};
+use crate::deadline::Deadline;
 use pipeplan_formulations::galvatron::Strategy;
 
 /// One stage DP call (see [`Engine::stage_call`]).
@@ -38,7 +39,9 @@ impl Engine<'_> {
         let Some(&m) = mbsz.get(&pp) else {
             return Ok(None);
         };
-        let pd = self.pp_data(t, pp, &st, m)?;
+        let Some(pd) = self.pp_data(t, pp, &st, m, &Deadline::none())? else {
+            return Ok(None);
+        };
         let start: usize = partition[..stage].iter().sum();
         let dp = self.stage_dp(&pd, start, partition[stage], stage);
         let table = dp.solve(self.budget_units);

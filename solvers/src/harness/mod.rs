@@ -35,6 +35,29 @@ pub fn unsupported_message(algo: &dyn Algorithm, inst: &Instance, why: &Unsuppor
     )
 }
 
+/// Whether `algo` runs on `inst` with the settings of `opts`: the settings checked against its
+/// declaration, then [`Algorithm::supports_with`] (size limits some settings lift,
+/// `docs/limits.md`). What [`run`] checks first; front ends call it to word a refusal with
+/// [`unsupported_message`].
+pub fn support(
+    algo: &dyn Algorithm,
+    inst: &Instance,
+    opts: &SolveOptions,
+) -> Result<(), SolveError> {
+    check(algo, inst, opts).map(|_| ())
+}
+
+/// [`support`], returning the context a solve starts from.
+fn check(
+    algo: &dyn Algorithm,
+    inst: &Instance,
+    opts: &SolveOptions,
+) -> Result<Context, SolveError> {
+    let ctx = Context::of(algo, opts)?;
+    algo.supports_with(inst, &ctx.settings)?;
+    Ok(ctx)
+}
+
 /// Solves `inst` with `algo`, times the solve and attaches the evaluator's verdict.
 ///
 /// A plan the evaluator rejects as malformed is a bug of the algorithm and is reported as
@@ -57,8 +80,7 @@ pub fn run_interruptible(
     opts: &SolveOptions,
     interrupt: Option<&Interrupt>,
 ) -> Result<Solution, SolveError> {
-    algo.supports(inst)?;
-    let mut ctx = Context::of(algo, opts)?;
+    let mut ctx = check(algo, inst, opts)?;
     if let Some(flag) = interrupt {
         ctx.deadline = ctx.deadline.with_interrupt(Arc::clone(flag));
     }

@@ -98,7 +98,7 @@ impl Algorithm for Madpipe {
                      micro-batch (no schedule ILP run)",
                     fmt_ms(load)
                 );
-                let mut sol = self.contiguous(inst, ctx, &c, &why, Some(&dp));
+                let mut sol = self.contiguous(inst, ctx, &c, &why, Some(&dp), false);
                 sol.notes.insert(
                     0,
                     format!(
@@ -112,14 +112,16 @@ impl Algorithm for Madpipe {
             }
             (Ok((dp, Ok(ilp))), Some(c)) if c.valid.period < ilp.period => {
                 let why = format!("the DP's allocation (valid period {})", fmt_ms(ilp.period));
-                let mut sol = self.contiguous(inst, ctx, &c, &why, Some(&dp));
+                // A schedule ILP cut short might have scheduled the allocation below c.
+                let ilp_cut = ilp.stop.is_some();
+                let mut sol = self.contiguous(inst, ctx, &c, &why, Some(&dp), ilp_cut);
                 sol.notes.insert(0, dp_note(&dp, &ilp));
                 Ok(sol)
             }
             (Ok((dp, Ok(ilp))), c) => Ok(self.allocation(inst, ctx, dp, ilp, c.as_ref())),
             (Err(e), Some(c)) if !matches!(e, SolveError::Input(_)) => {
                 let why = format!("the DP, which gave no allocation ({e})");
-                Ok(self.contiguous(inst, ctx, &c, &why, None))
+                Ok(self.contiguous(inst, ctx, &c, &why, None, false))
             }
             (Err(e), _) => Err(e),
         }
@@ -187,7 +189,8 @@ impl Madpipe {
         sol
     }
 
-    /// The solution of the contiguous optimum, which beat the DP (`why`).
+    /// The solution of the contiguous optimum, which beat the DP (`why`); `ilp_cut`: the time
+    /// limit stopped the schedule ILP of the DP's allocation.
     fn contiguous(
         &self,
         inst: &Instance,
@@ -195,9 +198,10 @@ impl Madpipe {
         c: &ContiguousOptimum,
         why: &str,
         dp: Option<&DpResult>,
+        ilp_cut: bool,
     ) -> Solution {
         let (plan, claimed) = c.plan_and_claims(inst);
-        let cut = c.status != Status::Optimal || dp.is_none_or(|d| d.timed_out);
+        let cut = c.status != Status::Optimal || ilp_cut || dp.is_none_or(|d| d.timed_out);
         let mut stats = Stats::stopped(
             Status::Heuristic,
             (cut && ctx.deadline.passed()).then(|| ctx.deadline.stop()),
@@ -219,6 +223,13 @@ impl Madpipe {
                 fmt_ms(c.bound),
                 fmt_ms(c.valid.period)
             ));
+        }
+        if ilp_cut {
+            sol.notes.push(
+                "the time limit stopped the schedule ILP of the DP's allocation: a longer run \
+                 might schedule it below the contiguous optimum"
+                    .into(),
+            );
         }
         sol
     }

@@ -2,6 +2,8 @@
 //! in the parent module's docs): the cost terms of a level, the `A[i][j][m]` tables, and the
 //! partition read back from them.
 
+use crate::algorithm::SolveError;
+use crate::deadline::Deadline;
 use pipeplan_formulations::Instance;
 
 /// The per-layer numbers PipeDream's optimizer reads, in its units except time (ms).
@@ -267,7 +269,8 @@ fn level_table(
     c: &LevelCost,
     compute: &dyn Fn(usize, usize) -> Option<f64>,
     starts: usize,
-) -> Table {
+    deadline: &Deadline,
+) -> Result<Table, SolveError> {
     let (n, nm) = (c.p.len(), c.machines);
     let mut t = Table {
         n,
@@ -276,6 +279,9 @@ fn level_table(
     };
     let at = |i: usize, j: usize, m: usize| (i * n + j) * nm + m;
     for i in 0..starts {
+        if deadline.passed() {
+            return Err(deadline.error());
+        }
         for j in i..n {
             let Some(u) = compute(i, j) else { continue };
             for m in 0..c.top(nm) {
@@ -309,9 +315,12 @@ fn level_table(
                 }
                 t.cells[at(i, j, m)] = best;
             }
+            if deadline.passed() {
+                return Err(deadline.error());
+            }
         }
     }
-    t
+    Ok(t)
 }
 
 /// PipeDream's objective of a configuration of layers `i..=j` at one level (`(first, last,
@@ -363,9 +372,35 @@ pub fn pd_objective(
 /// configuration passes the memory check (or fewer layers than machines in a straight
 /// pipeline).
 pub fn pipedream_partition(p: &PdProfile, cfg: &PdConfig) -> Option<PdPartition> {
+    pipedream_partition_within(p, cfg, &Deadline::none()).unwrap_or(None)
+}
+
+/// Bytes of the DP's tables for `n` layers under `cfg`: `A[i][j][m]` of every level, with every
+/// start `i` below the final level (n^2 x machines cells there).
+pub fn table_bytes(n: usize, cfg: &PdConfig) -> f64 {
+    let top = cfg.levels.len().saturating_sub(1);
+    let cells: f64 = cfg
+        .levels
+        .iter()
+        .enumerate()
+        .map(|(l, level)| {
+            let starts = if l == top { 1 } else { n };
+            starts as f64 * n as f64 * level.machines as f64
+        })
+        .sum();
+    cells * std::mem::size_of::<Cell>() as f64
+}
+
+/// [`pipedream_partition`] stopping at `deadline` (its error then: the DP has no plan before
+/// its last level is complete).
+pub fn pipedream_partition_within(
+    p: &PdProfile,
+    cfg: &PdConfig,
+    deadline: &Deadline,
+) -> Result<Option<PdPartition>, SolveError> {
     let n = p.len();
     if n == 0 || cfg.levels.is_empty() || cfg.levels.iter().any(|l| l.machines == 0) {
-        return None;
+        return Ok(None);
     }
     let costs: Vec<LevelCost> = (0..cfg.levels.len())
         .map(|l| LevelCost::new(p, cfg, l))
@@ -375,15 +410,17 @@ pub fn pipedream_partition(p: &PdProfile, cfg: &PdConfig) -> Option<PdPartition>
     for (l, c) in costs.iter().enumerate() {
         let starts = if l == top { 1 } else { n };
         let table = match tables.last() {
-            None => level_table(c, &|i, j| Some(c.s.compute(i, j)), starts),
-            Some(below) => level_table(c, &|i, j| below.best(i, j), starts),
+            None => level_table(c, &|i, j| Some(c.s.compute(i, j)), starts, deadline)?,
+            Some(below) => level_table(c, &|i, j| below.best(i, j), starts, deadline)?,
         };
         tables.push(table);
     }
-    let time = tables[top].best(0, n - 1)?;
+    let Some(time) = tables[top].best(0, n - 1) else {
+        return Ok(None);
+    };
     let mut stages = Vec::new();
     expand(&tables, &costs, top, 0, n - 1, &[0], &mut stages);
-    Some(PdPartition { time, stages })
+    Ok(Some(PdPartition { time, stages }))
 }
 
 /// The stages of layers `i..=j` at `level`, replicated on the level-above machines starting at

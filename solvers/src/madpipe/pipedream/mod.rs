@@ -50,7 +50,7 @@
 use super::valid_period::{async_schedule, valid_period_of_plan, ValidPeriodError};
 use crate::algorithm::{
     solution, Algorithm, Claimed, Context, Family, Objective, ObjectiveKind, Solution, SolveError,
-    Stats, Status,
+    Stats, Status, Unsupported,
 };
 use crate::settings::{Kind, Param};
 use pipeplan_formulations::instance::ScheduleKind;
@@ -62,9 +62,13 @@ pub struct PipeDream;
 
 mod levels;
 pub use levels::{
-    pd_level_objective, pd_objective, pipedream_partition, PdConfig, PdLevel, PdPartition,
-    PdProfile, PdStage,
+    pd_level_objective, pd_objective, pipedream_partition, pipedream_partition_within, table_bytes,
+    PdConfig, PdLevel, PdPartition, PdProfile, PdStage,
 };
+
+/// Most memory the DP's tables may take (4 GiB): more is refused as unsupported rather than
+/// risk running out of memory (`docs/limits.md`).
+pub const MAX_TABLE_BYTES: f64 = 4.0 * 1024.0 * 1024.0 * 1024.0;
 
 /// The plan of a PipeDream partition: each stage on its replicas' GPUs.
 pub fn pd_plan(part: &PdPartition) -> Plan {
@@ -206,7 +210,19 @@ impl Algorithm for PipeDream {
             activation_compression_ratio,
         };
         let profile = PdProfile::of(inst);
-        let Some(part) = pipedream_partition(&profile, &cfg) else {
+        let bytes = table_bytes(profile.len(), &cfg);
+        if bytes > MAX_TABLE_BYTES {
+            return Err(SolveError::Unsupported(Unsupported(format!(
+                "PipeDream's DP tables for {} layers on {} would take {}, above the limit of \
+                 {} (they grow as layers^2 x GPUs per node); a chain of fewer layers or fewer \
+                 --stages needs less",
+                profile.len(),
+                describe_levels(&cfg.levels),
+                fmt_bytes(bytes),
+                fmt_bytes(MAX_TABLE_BYTES)
+            ))));
+        }
+        let Some(part) = pipedream_partition_within(&profile, &cfg, &ctx.deadline)? else {
             return Err(SolveError::Infeasible(format!(
                 "PipeDream's memory check ((activations + weights) x ceil((N - machines so far) \
                  / replicas) <= {} per GPU) rejects every {} on {}; \
