@@ -1,10 +1,8 @@
 //! `compare --html`: one self-contained page (inline CSS, JS and SVG; nothing fetched), per
 //! instance a sortable table, the summary chart, and each plan's chart with its notes.
 
-use crate::charts::{self, SummaryBar};
 use crate::report::{instance_line, solution_cells, LEGEND, NARROW, NARROW_CAPTION, NARROW_HEADER};
-use pipeplan_formulations::evaluate::breakdown::memory_breakdown;
-use pipeplan_formulations::timeline::timeline;
+use pipeplan_charts::{self as charts, SummaryBar};
 use pipeplan_formulations::Instance;
 use pipeplan_solvers::algorithm::Solution;
 use pipeplan_solvers::harness::{Outcome, Row};
@@ -167,19 +165,11 @@ fn plan_section(inst: &Instance, sol: &Solution) -> Result<String, String> {
         esc(&sol.algorithm),
         if ev.fits { "fits" } else { "does not fit" }
     );
-    match timeline(inst, &sol.plan, 2) {
-        Ok(t) => {
-            let mem = memory_breakdown(inst, &sol.plan, ev);
-            let svg = charts::plan_svg(
-                &format!("{} on {}", sol.algorithm, inst.name),
-                &t,
-                &mem,
-                sol.claimed.peak_memory.as_deref(),
-                ev.memory_limit,
-            )?;
-            s.push_str(&format!("<div class=\"chart plan-chart\">{svg}</div>"));
-        }
-        Err(e) => s.push_str(&format!("<p>no timeline: {}</p>", esc(&e.to_string()))),
+    let title = format!("{} on {}", sol.algorithm, inst.name);
+    let claimed = sol.claimed.peak_memory.as_deref();
+    match charts::plan_chart(&title, inst, &sol.plan, ev, claimed, 2) {
+        Ok(svg) => s.push_str(&format!("<div class=\"chart plan-chart\">{svg}</div>")),
+        Err(e) => s.push_str(&format!("<p>no chart: {}</p>", esc(&e))),
     }
     let notes: Vec<&String> = sol.notes.iter().chain(&ev.notes).collect();
     if !notes.is_empty() {

@@ -1,9 +1,11 @@
 //! Charts drawn with plotters: a plan's schedule as a Gantt chart above its per-GPU memory bars,
 //! and a comparison's summary (evaluated throughput and peak memory, claimed beside evaluated).
-//! SVG is plotters' own output; PNG rasterises that SVG with resvg.
+//! SVG is plotters' own output; PNG rasterises that SVG with resvg. Used by the CLI (`plot`,
+//! `compare --html`) and the Python package (a solution's chart in Jupyter).
 
-use pipeplan_formulations::evaluate::breakdown::MemoryBreakdown;
-use pipeplan_formulations::timeline::{EventKind, Timeline, Track};
+use pipeplan_formulations::evaluate::breakdown::{memory_breakdown, MemoryBreakdown};
+use pipeplan_formulations::timeline::{timeline, EventKind, Timeline, Track};
+use pipeplan_formulations::{Evaluation, Instance, Plan};
 use plotters::prelude::*;
 
 const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
@@ -87,6 +89,21 @@ fn tracks(t: &Timeline) -> Vec<(String, Track)> {
             .map(|g| (format!("GPU {g} PCIe"), Track::Host(vec![g]))),
     );
     out
+}
+
+/// The chart of a plan the evaluator judged (`ev`): the simulator's timeline over `periods`
+/// periods (or iterations) and the evaluator's memory breakdown, drawn by [`plan_svg`].
+pub fn plan_chart(
+    title: &str,
+    inst: &Instance,
+    plan: &Plan,
+    ev: &Evaluation,
+    claimed: Option<&[f64]>,
+    periods: usize,
+) -> Result<String, String> {
+    let t = timeline(inst, plan, periods).map_err(|e| e.to_string())?;
+    let memory = memory_breakdown(inst, plan, ev);
+    plan_svg(title, &t, &memory, claimed, ev.memory_limit)
 }
 
 /// A plan's chart: the schedule (Gantt) above the memory bars of every GPU (evaluated parts,
