@@ -258,7 +258,7 @@ fn a_cluster_the_batch_cannot_fill_is_explained() {
         e.contains(&format!("{m} micro-batches of a {m}-sample batch"))
             && e.contains("data parallelism of at most 1")
             && e.contains("pp x tp must reach 512 GPUs")
-            && e.contains("pp is at most 34 (the layers) and tp at most 8, 272 GPUs"),
+            && e.contains("pp is at most 34 (the layers: a stage holds at least one) and tp at most 8 (max_tp_deg), 272 GPUs"),
         "{e}"
     );
     let mut opts = SolveOptions::default();
