@@ -61,6 +61,9 @@ pub enum Command {
     /// Re-run a published experiment on pipeplan's instances (see `reproduce --help`).
     #[command(subcommand)]
     Reproduce(Reproduce),
+    /// Versioned benchmark suites: generate, check, list (docs/suite.md).
+    #[command(subcommand)]
+    Suite(crate::commands::suite::SuiteCommand),
 }
 
 /// Published experiments `pipeplan reproduce` re-runs.
