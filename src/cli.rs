@@ -61,6 +61,10 @@ pub enum Command {
     /// Re-run a published experiment on pipeplan's instances (see `reproduce --help`).
     #[command(subcommand)]
     Reproduce(Reproduce),
+    /// Benchmark sweeps: many runs stored in SQLite (resumable), Slurm job arrays, merge,
+    /// reports with performance profiles (docs/sweep.md).
+    #[command(subcommand)]
+    Sweep(crate::commands::sweep::args::Sweep),
 }
 
 /// Published experiments `pipeplan reproduce` re-runs.

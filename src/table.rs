@@ -23,6 +23,16 @@ impl Table {
         self.rows.push(cells);
     }
 
+    /// The column titles.
+    pub fn header(&self) -> &[String] {
+        &self.header
+    }
+
+    /// The rows.
+    pub fn rows(&self) -> &[Vec<String>] {
+        &self.rows
+    }
+
     /// The table as text, one line per row, two spaces between columns, no trailing blanks.
     pub fn render(&self) -> String {
         let n = self.header.len();

@@ -4,7 +4,7 @@
 mod best_known;
 pub mod manifest;
 
-pub use best_known::{BestKnown, BestKnownEntry};
+pub use best_known::{BestKnown, BestKnownEntry, FoldReport};
 pub use manifest::{instance_hash, Member};
 
 use pipeplan_formulations::instance::Instance;
