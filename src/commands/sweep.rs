@@ -75,6 +75,7 @@ fn sweep_run(a: RunArgs) -> Result<(), Failure> {
         prefix: vec!["sweep".into(), "run-one".into()],
         time_limit: a.sweep.time_limit.0,
         threads: (cores() / jobs).max(1),
+        watchdog: child::watchdog(a.sweep.time_limit.0),
     });
     let table = a.out.format() == Format::Table;
     let progress = crate::progress::Progress::new(todo.len(), "sweep", table);

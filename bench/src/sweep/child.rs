@@ -187,6 +187,9 @@ pub struct ChildRunner {
     pub time_limit: Option<Duration>,
     /// `RAYON_NUM_THREADS` of every run (unless the environment sets it).
     pub threads: usize,
+    /// A run still going this long after its start is killed and stored as failed
+    /// (default: [`watchdog`] of the time limit).
+    pub watchdog: Option<Duration>,
 }
 
 /// A run still going this long after its time limit is killed: twice the limit plus 30 s
@@ -205,6 +208,13 @@ impl ChildRunner {
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
+        // Its own process group, so that the watchdog also ends whatever it started (which
+        // would otherwise hold its output open). The sweep's end still reaches it: see
+        // [`follow_parent`].
+        {
+            use std::os::unix::process::CommandExt;
+            cmd.process_group(0);
+        }
         if std::env::var_os("RAYON_NUM_THREADS").is_none() {
             cmd.env("RAYON_NUM_THREADS", self.threads.max(1).to_string());
         }
@@ -217,7 +227,7 @@ impl ChildRunner {
         let mut err = child.stderr.take().expect("piped");
         let exited = (Mutex::new(false), Condvar::new());
         let killed = Mutex::new(false);
-        let limit = watchdog(self.time_limit);
+        let limit = self.watchdog;
         let (stdout, stderr, status, usage) = std::thread::scope(|s| {
             let out_reader = s.spawn(move || {
                 let mut v = Vec::new();
@@ -241,9 +251,9 @@ impl ChildRunner {
                     // is still the child's.
                     if !*done {
                         *killed.lock().unwrap_or_else(|e| e.into_inner()) = true;
-                        // SAFETY: kill takes a pid and a signal number.
+                        // SAFETY: kill takes a process group id and a signal number.
                         unsafe {
-                            libc::kill(pid, libc::SIGKILL);
+                            libc::kill(-pid, libc::SIGKILL);
                         }
                     }
                 });
@@ -298,9 +308,9 @@ impl ChildRunner {
             ))))
         };
         if killed {
-            let limit = self.time_limit.unwrap_or_default().as_secs_f64();
+            let limit = self.watchdog.unwrap_or_default().as_secs_f64();
             return failed(format!(
-                "killed: still running at twice its time limit of {limit} s plus 30 s"
+                "killed: still running {limit} s after its start (twice its time limit plus 30 s)"
             ));
         }
         match status {

@@ -118,12 +118,14 @@ fn check(path: &Path) -> Result<(), SweepError> {
                 ),
             ))
         }
-        _ => return Err(store_err(
-            path,
-            format!(
+        _ => {
+            return Err(store_err(
+                path,
+                format!(
                 "unknown store schema version {version:?} (this pipeplan reads {SCHEMA_VERSION})"
             ),
-        )),
+            ))
+        }
     }
     let verdict: String = conn
         .query_row("PRAGMA quick_check", [], |r| r.get(0))
