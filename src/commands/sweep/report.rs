@@ -213,7 +213,11 @@ fn summary_table(rep: &Report) -> Table {
             pct(c.fits_share),
             gap(c.gap_mean),
             gap(c.gap_worst),
-            c.gap_worst_instance.clone().unwrap_or_else(|| "-".into()),
+            // An instance is named only where some gap is positive.
+            c.gap_worst_instance
+                .clone()
+                .filter(|_| c.gap_worst.is_some_and(|g| g > 0.0))
+                .unwrap_or_else(|| "-".into()),
             c.time_sgm_ms.map_or("-".into(), fmt_ms),
             fastest
                 .and_then(|p| p.curves.get(i))

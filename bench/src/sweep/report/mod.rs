@@ -13,7 +13,7 @@ use pipeplan_solvers::harness::relative_gap;
 use pipeplan_solvers::registry;
 use profile::Profile;
 use serde::Serialize;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 /// The shift of the shifted geometric mean of solve times (ms).
 pub const TIME_SHIFT_MS: f64 = 10.0;
@@ -96,16 +96,20 @@ pub fn build(rows: &[RunRow], best_known: Option<&BestKnown>) -> Report {
         .collect();
     instances.sort();
     instances.dedup_by(|a, b| a.1 == b.1);
+    let config_index: HashMap<(&str, &str), usize> = configs
+        .iter()
+        .enumerate()
+        .map(|(i, (a, s))| ((a.as_str(), s.as_str()), i))
+        .collect();
+    let instance_index: HashMap<&str, usize> = instances
+        .iter()
+        .enumerate()
+        .map(|(i, (_, h))| (h.as_str(), i))
+        .collect();
     let mut by_cell: BTreeMap<(usize, usize), Vec<&RunRow>> = BTreeMap::new();
     for r in rows {
-        let c = configs
-            .iter()
-            .position(|(a, s)| *a == r.algorithm && *s == r.settings)
-            .expect("every configuration is listed");
-        let i = instances
-            .iter()
-            .position(|(_, h)| *h == r.instance_hash)
-            .expect("every instance is listed");
+        let c = config_index[&(r.algorithm.as_str(), r.settings.as_str())];
+        let i = instance_index[r.instance_hash.as_str()];
         by_cell.entry((c, i)).or_default().push(r);
     }
     let cells: BTreeMap<(usize, usize), Cell> = by_cell
@@ -118,10 +122,7 @@ pub fn build(rows: &[RunRow], best_known: Option<&BestKnown>) -> Report {
         let (Some(name), Some(v)) = (&r.claimed_objective_name, r.claimed_objective) else {
             continue;
         };
-        let i = instances
-            .iter()
-            .position(|(_, h)| *h == r.instance_hash)
-            .expect("listed");
+        let i = instance_index[r.instance_hash.as_str()];
         let e = store_best.entry((i, name.clone())).or_insert(v);
         *e = e.min(v);
     }
@@ -138,8 +139,7 @@ pub fn build(rows: &[RunRow], best_known: Option<&BestKnown>) -> Report {
         .enumerate()
         .map(|(c, (algorithm, settings))| {
             let mine: Vec<(usize, &Cell)> = cells
-                .iter()
-                .filter(|((cc, _), _)| *cc == c)
+                .range((c, 0)..(c + 1, 0))
                 .map(|((_, i), cell)| (*i, cell))
                 .collect();
             let runs: usize = mine.iter().map(|(_, x)| x.runs).sum();
