@@ -15,7 +15,11 @@ fn would_install(path: &str) -> Vec<String> {
         .env("PIPEPLAN_SETUP_SBIN", "")
         .output()
         .expect("bash runs .ci/setup");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     String::from_utf8(out.stdout)
         .unwrap()
         .lines()

@@ -162,17 +162,18 @@ impl RunSpec {
     }
 }
 
+/// An algorithm with the settings of a sweep that apply to it.
+pub type Configured = (Box<dyn Algorithm>, BTreeMap<String, String>);
+
 /// The algorithms of a spec, each with the settings that apply to it, checked against its
 /// declaration. A key that no listed algorithm declares is an error.
-pub fn algorithms(
-    spec: &SweepSpec,
-) -> Result<Vec<(Box<dyn Algorithm>, BTreeMap<String, String>)>, SweepError> {
+pub fn algorithms(spec: &SweepSpec) -> Result<Vec<Configured>, SweepError> {
     if spec.algorithms.is_empty() {
         return Err(SweepError::Input(
             "--algos: give at least one algorithm".into(),
         ));
     }
-    let mut out: Vec<(Box<dyn Algorithm>, BTreeMap<String, String>)> = Vec::new();
+    let mut out: Vec<Configured> = Vec::new();
     for name in &spec.algorithms {
         let name = name.trim();
         let algo = registry::by_name(name).ok_or_else(|| {
