@@ -33,6 +33,11 @@ impl Table {
         &self.rows
     }
 
+    /// Whether column `i` is right-aligned (numbers).
+    pub fn right_aligned(&self, i: usize) -> bool {
+        self.right.get(i).copied().unwrap_or(false)
+    }
+
     /// The table as text, one line per row, two spaces between columns, no trailing blanks.
     pub fn render(&self) -> String {
         let n = self.header.len();

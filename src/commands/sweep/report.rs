@@ -274,7 +274,11 @@ fn table_html(t: &Table) -> String {
     for row in t.rows() {
         s.push_str("<tr>");
         for (i, cell) in row.iter().enumerate() {
-            let class = if i > 0 { " class=\"num\"" } else { "" };
+            let class = if t.right_aligned(i) {
+                " class=\"num\""
+            } else {
+                ""
+            };
             s.push_str(&format!("<td{class}>{}</td>", crate::html::esc(cell)));
         }
         s.push_str("</tr>\n");
