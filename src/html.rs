@@ -8,7 +8,7 @@ use pipeplan_solvers::algorithm::Solution;
 use pipeplan_solvers::harness::{Outcome, Row};
 
 /// Escapes text for HTML.
-fn esc(s: &str) -> String {
+pub(crate) fn esc(s: &str) -> String {
     s.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
@@ -31,14 +31,16 @@ fn sort_keys(sol: &Solution, row: &Row) -> [Option<f64>; 9] {
     ]
 }
 
-const STYLE: &str = "body{font-family:sans-serif;margin:2em;color:#222}\
+/// The pages' style sheet.
+pub(crate) const STYLE: &str = "body{font-family:sans-serif;margin:2em;color:#222}\
 table{border-collapse:collapse;margin:1em 0}th,td{padding:.25em .6em;border-bottom:1px solid #ddd}\
 th{cursor:pointer;background:#f3f3f3;text-align:left}th[data-order=asc]::after{content:' \\25B2'}\
 th[data-order=desc]::after{content:' \\25BC'}td.num{text-align:right}\
 .legend{white-space:pre-wrap;font-size:.9em;color:#444}.chart svg{max-width:100%;height:auto}\
 details{margin:.4em 0}summary{cursor:pointer}";
 
-const SCRIPT: &str = r#"
+/// Sorting of `table.sortable` by a click on a column's header.
+pub(crate) const SCRIPT: &str = r#"
 document.querySelectorAll('table.sortable').forEach(function (table) {
   table.querySelectorAll('th').forEach(function (th, col) {
     th.addEventListener('click', function () {

@@ -14,7 +14,7 @@ mod readme;
 pub mod recipe;
 pub mod v1;
 
-pub use best_known::{BestKnown, BestKnownEntry};
+pub use best_known::{BestKnown, BestKnownEntry, FoldReport};
 pub use check::{check, Check, Problem};
 pub use generate::{generate, recipe, Generated, Skipped, VERSIONS};
 pub use manifest::{instance_hash, Member};
