@@ -61,6 +61,13 @@ pub enum Command {
     /// Re-run a published experiment on pipeplan's instances (see `reproduce --help`).
     #[command(subcommand)]
     Reproduce(Reproduce),
+    /// Versioned benchmark suites: generate, check, list (docs/suite.md).
+    #[command(subcommand)]
+    Suite(crate::commands::suite::SuiteCommand),
+    /// Benchmark sweeps: many runs stored in SQLite (resumable), Slurm job arrays, merge,
+    /// reports with performance profiles (docs/sweep.md).
+    #[command(subcommand)]
+    Sweep(crate::commands::sweep::args::Sweep),
 }
 
 /// Published experiments `pipeplan reproduce` re-runs.

@@ -1,16 +1,14 @@
 //! `compare --html`: one self-contained page (inline CSS, JS and SVG; nothing fetched), per
 //! instance a sortable table, the summary chart, and each plan's chart with its notes.
 
-use crate::charts::{self, SummaryBar};
 use crate::report::{instance_line, solution_cells, LEGEND, NARROW, NARROW_CAPTION, NARROW_HEADER};
-use pipeplan_formulations::evaluate::breakdown::memory_breakdown;
-use pipeplan_formulations::timeline::timeline;
+use pipeplan_charts::{self as charts, SummaryBar};
 use pipeplan_formulations::Instance;
 use pipeplan_solvers::algorithm::Solution;
 use pipeplan_solvers::harness::{Outcome, Row};
 
 /// Escapes text for HTML.
-fn esc(s: &str) -> String {
+pub(crate) fn esc(s: &str) -> String {
     s.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
@@ -33,14 +31,16 @@ fn sort_keys(sol: &Solution, row: &Row) -> [Option<f64>; 9] {
     ]
 }
 
-const STYLE: &str = "body{font-family:sans-serif;margin:2em;color:#222}\
+/// The pages' style sheet.
+pub(crate) const STYLE: &str = "body{font-family:sans-serif;margin:2em;color:#222}\
 table{border-collapse:collapse;margin:1em 0}th,td{padding:.25em .6em;border-bottom:1px solid #ddd}\
 th{cursor:pointer;background:#f3f3f3;text-align:left}th[data-order=asc]::after{content:' \\25B2'}\
 th[data-order=desc]::after{content:' \\25BC'}td.num{text-align:right}\
 .legend{white-space:pre-wrap;font-size:.9em;color:#444}.chart svg{max-width:100%;height:auto}\
 details{margin:.4em 0}summary{cursor:pointer}";
 
-const SCRIPT: &str = r#"
+/// Sorting of `table.sortable` by a click on a column's header.
+pub(crate) const SCRIPT: &str = r#"
 document.querySelectorAll('table.sortable').forEach(function (table) {
   table.querySelectorAll('th').forEach(function (th, col) {
     th.addEventListener('click', function () {
@@ -167,19 +167,11 @@ fn plan_section(inst: &Instance, sol: &Solution) -> Result<String, String> {
         esc(&sol.algorithm),
         if ev.fits { "fits" } else { "does not fit" }
     );
-    match timeline(inst, &sol.plan, 2) {
-        Ok(t) => {
-            let mem = memory_breakdown(inst, &sol.plan, ev);
-            let svg = charts::plan_svg(
-                &format!("{} on {}", sol.algorithm, inst.name),
-                &t,
-                &mem,
-                sol.claimed.peak_memory.as_deref(),
-                ev.memory_limit,
-            )?;
-            s.push_str(&format!("<div class=\"chart plan-chart\">{svg}</div>"));
-        }
-        Err(e) => s.push_str(&format!("<p>no timeline: {}</p>", esc(&e.to_string()))),
+    let title = format!("{} on {}", sol.algorithm, inst.name);
+    let claimed = sol.claimed.peak_memory.as_deref();
+    match charts::plan_chart(&title, inst, &sol.plan, ev, claimed, 2) {
+        Ok(svg) => s.push_str(&format!("<div class=\"chart plan-chart\">{svg}</div>")),
+        Err(e) => s.push_str(&format!("<p>no chart: {}</p>", esc(&e))),
     }
     let notes: Vec<&String> = sol.notes.iter().chain(&ev.notes).collect();
     if !notes.is_empty() {

@@ -1,7 +1,6 @@
 //! `pipeplan`: the command-line interface. See `pipeplan --help` and the README.
 
 mod args;
-mod charts;
 mod cli;
 mod commands;
 mod html;

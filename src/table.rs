@@ -23,6 +23,21 @@ impl Table {
         self.rows.push(cells);
     }
 
+    /// The column titles.
+    pub fn header(&self) -> &[String] {
+        &self.header
+    }
+
+    /// The rows.
+    pub fn rows(&self) -> &[Vec<String>] {
+        &self.rows
+    }
+
+    /// Whether column `i` is right-aligned (numbers).
+    pub fn right_aligned(&self, i: usize) -> bool {
+        self.right.get(i).copied().unwrap_or(false)
+    }
+
     /// The table as text, one line per row, two spaces between columns, no trailing blanks.
     pub fn render(&self) -> String {
         let n = self.header.len();

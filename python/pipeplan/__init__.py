@@ -95,11 +95,17 @@ class Solution:
     flat row of ``pipeplan solve --csv``.
     """
 
-    __slots__ = ("_data", "_record")
+    __slots__ = ("_data", "_record", "_instance")
 
-    def __init__(self, data: Dict[str, Any], record: Dict[str, Any]) -> None:
+    def __init__(
+        self,
+        data: Dict[str, Any],
+        record: Dict[str, Any],
+        instance: Optional[Instance] = None,
+    ) -> None:
         self._data = data
         self._record = record
+        self._instance = instance
 
     @property
     def algorithm(self) -> str:
@@ -169,8 +175,30 @@ class Solution:
             f"evaluated {what} {time} ms, {fits}>"
         )
 
+    def chart_svg(self, periods: int = 2) -> str:
+        """The plan's chart as SVG text, as ``pipeplan plot`` draws it: the simulator's schedule
+        over ``periods`` periods (or iterations) above every GPU's memory (evaluated parts, the
+        claimed peak as a tick, the GPU's memory as a red line).
+
+        Needs the instance the plan was solved on (solutions of :func:`solve` and
+        :func:`compare` carry it); raises :class:`InstanceError` otherwise.
+        """
+        if self._instance is None:
+            raise InstanceError(
+                "this solution carries no instance (make it with pipeplan.solve or "
+                "pipeplan.compare); pipeplan.evaluate(solution, instance) judges it"
+            )
+        return _native.plan_svg(
+            json.dumps(self.plan),
+            self._instance,
+            f"{self.algorithm} on {self.instance}",
+            self.claimed.get("peak_memory"),
+            periods,
+        )
+
     def _repr_html_(self) -> str:
-        """Jupyter: the plan's stages and the claimed against evaluated metrics, as tables."""
+        """Jupyter: the plan's chart (:meth:`chart_svg`), then its stages and the claimed
+        against evaluated metrics, as tables."""
         e = self.evaluated or {}
         stage_time = e.get("stage_time", [])
         rows = []
@@ -207,8 +235,14 @@ class Solution:
         title = html.escape(
             f"{self.algorithm} ({self.family}) on {self.instance}: status {self.stats.get('status')}"
         )
+        chart = ""
+        if self._instance is not None and self.evaluated is not None:
+            try:
+                chart = f"<div>{self.chart_svg()}</div>"
+            except InstanceError as e:
+                chart = f"<p>no chart: {html.escape(str(e))}</p>"
         return (
-            f"<div><p><b>{title}</b></p>"
+            f"<div><p><b>{title}</b></p>{chart}"
             f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
             "<table><thead><tr><th>metric</th><th>claimed</th><th>evaluated</th></tr></thead>"
             f"<tbody>{mrows}</tbody></table></div>"
@@ -373,10 +407,9 @@ def solve(
     :class:`UnsupportedError`, :class:`InfeasibleError`, :class:`TimeLimitError` or
     :class:`SolverError`, with the CLI's messages.
     """
-    data, record = _native.solve(
-        _instance(instance), algorithm, time_limit, seed, stages, _settings(settings)
-    )
-    return Solution(json.loads(data), json.loads(record))
+    inst = _instance(instance)
+    data, record = _native.solve(inst, algorithm, time_limit, seed, stages, _settings(settings))
+    return Solution(json.loads(data), json.loads(record), inst)
 
 
 def evaluate(
@@ -447,8 +480,12 @@ def compare(
         frame = pd.DataFrame.from_records(records, columns=columns)
     if not solutions:
         return frame
+    by_name = {}
+    for inst in insts:
+        by_name.setdefault(inst.name, inst)
     sols: List[Optional[Solution]] = []
     for row, record in zip(json.loads(rows_json), records):
         sol = row.get("solution")
-        sols.append(None if sol is None else Solution(sol, record))
+        owner = by_name.get(sol["instance"]) if sol is not None else None
+        sols.append(None if sol is None else Solution(sol, record, owner))
     return frame, sols

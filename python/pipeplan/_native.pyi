@@ -63,6 +63,15 @@ def compare(
 def evaluate(plan: str, instance: Instance) -> Tuple[str, str]:
     """The evaluation's JSON and its CSV record's JSON."""
 
+def plan_svg(
+    plan: str,
+    instance: Instance,
+    title: str,
+    claimed_peak_memory: Optional[List[float]],
+    periods: int,
+) -> str:
+    """A judged plan's chart as SVG text (``pipeplan plot``)."""
+
 def algorithms() -> str: ...
 def settings() -> str: ...
 def models() -> str: ...

@@ -347,6 +347,26 @@ fn evaluate(
     Ok((json(&e), json(&Record::of_evaluation(inst, &plan, &e))))
 }
 
+/// A judged plan's chart as SVG text (as `pipeplan plot` draws it): the simulator's timeline
+/// over `periods` periods above every GPU's memory, the claimed peaks as ticks when given.
+#[pyfunction]
+#[pyo3(signature = (plan, instance, title, claimed_peak_memory, periods))]
+fn plan_svg(
+    py: Python<'_>,
+    plan: &str,
+    instance: &Bound<'_, PyInstance>,
+    title: &str,
+    claimed_peak_memory: Option<Vec<f64>>,
+    periods: usize,
+) -> PyResult<String> {
+    let inst = &instance.get().inner;
+    let plan = Plan::from_json(plan).map_err(|e| input_error(py, &e))?;
+    let ev = judge(inst, &plan).map_err(|e| input_error(py, &e))?;
+    let claimed = claimed_peak_memory.as_deref();
+    pipeplan_charts::plan_chart(title, inst, &plan, &ev, claimed, periods)
+        .map_err(|e| error(py, "InstanceError", e))
+}
+
 /// Every algorithm: name, family, exact, description (as `pipeplan algorithms --json`).
 #[pyfunction]
 fn algorithms() -> String {
@@ -545,6 +565,7 @@ fn native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(solve, m)?)?;
     m.add_function(wrap_pyfunction!(compare, m)?)?;
     m.add_function(wrap_pyfunction!(evaluate, m)?)?;
+    m.add_function(wrap_pyfunction!(plan_svg, m)?)?;
     m.add_function(wrap_pyfunction!(algorithms, m)?)?;
     m.add_function(wrap_pyfunction!(settings, m)?)?;
     m.add_function(wrap_pyfunction!(models, m)?)?;

@@ -59,7 +59,10 @@ def test_every_algorithm_solves_through_the_package(name):
         assert pipeplan.evaluate(sol, inst) == sol.evaluated
         assert pipeplan.evaluate(sol.plan, inst) == sol.evaluated
         assert pipeplan.evaluate(sol.to_json(), inst) == sol.evaluated
-        assert "<table>" in sol._repr_html_()
+        page = sol._repr_html_()
+        assert "<table>" in page
+        # The plan's chart (as `pipeplan plot` draws it), inline.
+        assert "<svg" in page and "no chart" not in page, page[:300]
         solved.append(label)
     assert solved, f"{name} solved none of {list(SMALL)}"
 
@@ -117,6 +120,23 @@ def test_compare_returns_solutions_and_says_why_not():
             assert row["reason"]
     # Galvatron declines three GPUs.
     assert frame.iloc[3]["result"] == "unsupported"
+    # Each solution carries its own instance: its chart names it.
+    for sol in sols:
+        if sol is not None:
+            svg = sol.chart_svg(periods=1)
+            assert svg.startswith("<svg") and f"{sol.algorithm} on {sol.instance}" in svg
+
+
+def test_a_chart_needs_the_instance():
+    inst = SMALL["resnet50"]()
+    sol = pipeplan.solve(inst, "uniform")
+    bare = pipeplan.Solution(sol.to_dict(), sol.record)
+    with pytest.raises(pipeplan.InstanceError, match="carries no instance"):
+        bare.chart_svg()
+    # Without an instance the page keeps its tables and has no chart.
+    page = bare._repr_html_()
+    assert "<table>" in page and "<svg" not in page
+    assert sol.chart_svg() != sol.chart_svg(periods=3)
 
 
 def test_compare_without_pandas_gives_dicts(monkeypatch):

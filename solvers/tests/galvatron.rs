@@ -260,7 +260,8 @@ fn a_cluster_the_batch_cannot_fill_is_explained() {
             && e.contains("data parallelism of at most 1")
             && e.contains("pp x tp must reach 512 GPUs")
             && e.contains(
-                "pp is at most 32 (max_pp_deg; the chain has 34 layers) and tp at most 8, 256 GPUs"
+                "pp is at most 32 (max_pp_deg; the chain has 34 layers) and tp at most 8 \
+                 (max_tp_deg), 256 GPUs"
             ),
         "{e}"
     );

@@ -10,6 +10,8 @@ mod plot;
 pub mod profile_plan;
 mod reproduce;
 mod solving;
+pub mod suite;
+pub mod sweep;
 mod trace;
 
 use crate::cli::{CalibrationArgs, Command, OutputArgs, Reproduce};
@@ -83,6 +85,8 @@ pub fn run(cmd: Command) -> Result<(), Failure> {
         Command::Accuracy(a) => accuracy::accuracy(a),
         Command::Calibrate(a) => accuracy::calibrate(a),
         Command::Reproduce(Reproduce::MadpipeFig7(a)) => reproduce::madpipe_fig7(a),
+        Command::Suite(c) => suite::run(c),
+        Command::Sweep(a) => sweep::run(a),
     }
 }
 

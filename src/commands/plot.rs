@@ -1,8 +1,8 @@
 //! `pipeplan plot`: a plan's schedule and memory as a chart (SVG or PNG).
 
 use super::{Failure, Judged};
-use crate::charts;
 use crate::cli::{ImageFormat, PlotArgs};
+use pipeplan_charts as charts;
 use pipeplan_formulations::evaluate::breakdown::memory_breakdown;
 use pipeplan_formulations::timeline::timeline;
 use std::path::Path;

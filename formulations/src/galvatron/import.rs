@@ -158,12 +158,27 @@ fn tp_map(v: &Value, path: &Path, key: &str) -> Result<BTreeMap<String, f64>, In
     }
 }
 
-/// A path as a config writes it, without a trailing note in parentheses
-/// (`"x.json (staged copy of y.json)"` names `x.json`).
-fn strip_note(path: &str) -> &str {
-    match path.find(" (") {
-        Some(i) if path.ends_with(')') => &path[..i],
-        _ => path,
+/// The file a config's path stands for. A trailing note in parentheses is dropped, except
+/// `"dir/x.json (staged copy of y.json)"`, which means the engine read the content of `y.json`
+/// under the name `x.json`: that is `dir/y.json` (a `y` with a folder is relative to the data
+/// root, like every path).
+fn resolve_note(path: &str) -> String {
+    let Some(i) = path.find(" (").filter(|_| path.ends_with(')')) else {
+        return path.to_string();
+    };
+    let (named, note) = (&path[..i], &path[i + 2..path.len() - 1]);
+    match note.strip_prefix("staged copy of ").map(str::trim) {
+        Some(source) if !source.is_empty() => {
+            if source.contains('/') {
+                source.to_string()
+            } else {
+                match named.rfind('/') {
+                    Some(j) => format!("{}/{source}", &named[..j]),
+                    None => source.to_string(),
+                }
+            }
+        }
+        _ => named.to_string(),
     }
 }
 
@@ -212,7 +227,7 @@ fn flatten(config: &Map<String, Value>) -> Result<Map<String, Value>, InputError
                 "expected a path relative to --data-root",
             )
         })?;
-        flat.insert(flat_key.into(), Value::String(strip_note(p).to_string()));
+        flat.insert(flat_key.into(), Value::String(resolve_note(p)));
     }
     Ok(flat)
 }
@@ -674,4 +689,28 @@ pub fn import_file(config: &Path, root: &Path) -> Result<Instance, InputError> {
     let doc: Value =
         crate::error::parse_json(&text, "config document").map_err(|e| e.in_file(config))?;
     import(&doc, root).map_err(|e| e.in_file(config))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::resolve_note;
+
+    #[test]
+    fn a_staged_copy_reads_its_source() {
+        let staged = "hardware_configs/sp_time_1nodes_4gpus_per_node.json (staged copy of \
+                      sp_time_1nodes_8gpus_per_node.json)";
+        assert_eq!(
+            resolve_note(staged),
+            "hardware_configs/sp_time_1nodes_8gpus_per_node.json"
+        );
+        assert_eq!(
+            resolve_note("a/x.json (staged copy of b/y.json)"),
+            "b/y.json"
+        );
+        assert_eq!(resolve_note("x.json (staged copy of y.json)"), "y.json");
+        // Any other note is only a note; a path without one is itself.
+        assert_eq!(resolve_note("a/x.json (measured twice)"), "a/x.json");
+        assert_eq!(resolve_note("a/x (1).json"), "a/x (1).json");
+        assert_eq!(resolve_note("a/x.json"), "a/x.json");
+    }
 }

@@ -179,4 +179,25 @@ mod tests {
         // Paper form: 3 W + g a_{k-1} + 2 (a_{k-1} + a_l), buffers dropped at the ends.
         assert!((mc.m(0, 2, 2.0) - (3.0 * 30.0 + 2.0 * 5.0 + 2.0 * 1.0) * mib).abs() < 1e-6);
     }
+
+    #[test]
+    fn merged_blocks_keep_every_whole_block_sum() {
+        let inst = inst();
+        let mc = MadChain::new(&inst);
+        // Blocks {a}, {b, c}, {d}.
+        let ends = [0, 2, 3];
+        let b = mc.merged(&ends);
+        assert_eq!(b.len(), 3);
+        let first = |k: usize| if k == 0 { 0 } else { ends[k - 1] + 1 };
+        for k in 0..3 {
+            for l in k + 1..=3 {
+                let (lk, ll) = (first(k), ends[l - 1] + 1);
+                assert_eq!(b.u(k, l), mc.u(lk, ll));
+                assert_eq!(b.c(k), mc.c(lk));
+                for g in [1.0, 3.0] {
+                    assert_eq!(b.m(k, l, g), mc.m(lk, ll, g), "blocks {k}..{l}");
+                }
+            }
+        }
+    }
 }

@@ -164,22 +164,27 @@ fn no_strategy_fills_the_cluster(engine: &Engine) -> Option<String> {
     let s = &lt.settings;
     let gpus = s.gpu_num() as u64;
     let max_dp = (t.bsz / t.chunk).max(1);
-    let max_pp = (layers as u64).min(s.max_pp_deg as u64);
+    let (max_pp, why) = if (layers as u64) < s.max_pp_deg as u64 {
+        (
+            layers as u64,
+            "the layers: a stage holds at least one".to_string(),
+        )
+    } else {
+        (
+            s.max_pp_deg as u64,
+            format!("max_pp_deg; the chain has {layers} layers"),
+        )
+    };
     let reach = max_pp * s.max_tp_deg as u64;
     Some(format!(
         "no strategy uses the {gpus} GPUs: {} micro-batches of a {}-sample batch allow \
          data parallelism of at most {max_dp} (the engine keeps a strategy only when every \
          replica has a sample per micro-batch), so pp x tp must reach {} GPUs, but pp is at \
-         most {max_pp} ({}) and tp at most {}, {reach} GPUs; give fewer micro-batches \
-         (--set settle_chunk=N) or a larger batch (--set settle_bsz=N)",
+         most {max_pp} ({why}) and tp at most {} (max_tp_deg), {reach} GPUs; give fewer \
+         micro-batches (--set settle_chunk=N) or a larger batch (--set settle_bsz=N)",
         t.chunk,
         t.bsz,
         gpus / max_dp,
-        if max_pp == layers as u64 {
-            "the layers".to_string()
-        } else {
-            format!("max_pp_deg; the chain has {layers} layers")
-        },
         s.max_tp_deg
     ))
 }

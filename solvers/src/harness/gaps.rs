@@ -3,6 +3,18 @@
 use super::compare::Row;
 use crate::algorithm::{Algorithm, ObjectiveKind, Status};
 
+/// The relative gap of `value` over the reference `best` of the same objective (smaller is
+/// better): (value - best) / best; infinite when the reference is 0 and the value is not.
+pub fn relative_gap(value: f64, best: f64) -> f64 {
+    if best > 0.0 {
+        (value - best) / best
+    } else if value > 0.0 {
+        f64::INFINITY
+    } else {
+        0.0
+    }
+}
+
 /// Fills `gap_vs_exact` and `period_gap_vs_exact` for the rows of one instance.
 pub(super) fn fill_gaps(rows: &mut [Row], algos: &[Box<dyn Algorithm>]) {
     // Best proven-optimal value per objective kind, from exact algorithms (in row order, so the
@@ -30,13 +42,7 @@ pub(super) fn fill_gaps(rows: &mut [Row], algos: &[Box<dyn Algorithm>]) {
             continue;
         };
         if let Some((_, b, who)) = best.iter().find(|(k, _, _)| *k == obj.kind) {
-            row.gap_vs_exact = Some(if *b > 0.0 {
-                (obj.value - b) / b
-            } else if obj.value > 0.0 {
-                f64::INFINITY
-            } else {
-                0.0
-            });
+            row.gap_vs_exact = Some(relative_gap(obj.value, *b));
             row.exact_reference = Some(who.clone());
         }
     }

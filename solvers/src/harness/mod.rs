@@ -14,6 +14,7 @@ mod gaps;
 mod record;
 
 pub use compare::{compare, compare_interruptible, Outcome, Row};
+pub use gaps::relative_gap;
 pub use record::Record;
 
 use crate::algorithm::{Algorithm, Context, Solution, SolveError, SolveOptions, Unsupported};

@@ -6,10 +6,10 @@ use super::{Outcome, Row};
 use crate::algorithm::{counter, Solution};
 use pipeplan_formulations::evaluate::Evaluation;
 use pipeplan_formulations::{Instance, Plan};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// One solve as one flat record (CSV output of `solve` and `compare`).
-#[derive(Debug, Default, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Record {
     /// Instance name.
     pub instance: String,
