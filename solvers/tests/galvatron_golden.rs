@@ -1,5 +1,6 @@
-//! Replays the reference engine's golden runs, `$PIPEPLAN_PEERS/galvatron/golden/*.json` (schema:
-//! `docs/galvatron.md`, "Golden replays"): each file is imported from its own `config` (paths
+//! Replays the reference engine's golden runs, `$PIPEPLAN_PEERS/galvatron/golden/*.json` and the
+//! project's own runs of the engine, `references/galvatron/*.json` (schema: `docs/galvatron.md`,
+//! "Golden replays"): each file is imported from its own `config` (paths
 //! relative to `$PIPEPLAN_PEERS/galvatron/v2.x_14f5972`) and solved with `galvatron-base`, and
 //! every figure the engine recorded is compared with ours:
 //! - the plan: `pp_deg`, `pp_division`, `chunks`, `vtp`, `embed_sdp`, and per layer `tp`, `dp`,
@@ -23,8 +24,9 @@ use pipeplan_formulations::galvatron::cost::{layer_memory, layer_time, MemoryCal
 use pipeplan_formulations::galvatron::import::{import, not_emulated};
 use pipeplan_formulations::galvatron::{LayerTypes, Strategy};
 use pipeplan_formulations::peers;
+use pipeplan_solvers::deadline::Deadline;
 use pipeplan_solvers::galvatron::dp::StageDp;
-use pipeplan_solvers::galvatron::search::{Engine, Task};
+use pipeplan_solvers::galvatron::search::{Division, Engine, Task};
 use pipeplan_solvers::galvatron::stage_call::StageCall;
 use pipeplan_solvers::{registry, SolveOptions};
 use serde_json::Value;
@@ -34,18 +36,29 @@ fn rel_close(a: f64, b: f64, tol: f64) -> bool {
     (a - b).abs() <= tol * a.abs().max(b.abs()).max(1e-300)
 }
 
-/// The golden files and the data folder their paths are relative to.
-fn goldens(what: &str) -> Option<(Vec<PathBuf>, PathBuf)> {
-    let dir = peers::subdir("galvatron/golden", what)?;
-    let data = dir.parent().unwrap().join("v2.x_14f5972");
-    assert!(data.is_dir(), "{} is missing", data.display());
-    let mut files: Vec<_> = std::fs::read_dir(&dir)
+/// The JSON files of `dir`, sorted.
+fn json_files(dir: &Path) -> Vec<PathBuf> {
+    let mut files: Vec<_> = std::fs::read_dir(dir)
         .unwrap()
         .map(|e| e.unwrap().path())
         .filter(|p| p.extension().and_then(|x| x.to_str()) == Some("json"))
         .collect();
     files.sort();
+    files
+}
+
+/// The golden files (the peers' and the project's own reference runs of the engine,
+/// `references/galvatron/`) and the data folder their paths are relative to.
+fn goldens(what: &str) -> Option<(Vec<PathBuf>, PathBuf)> {
+    let dir = peers::subdir("galvatron/golden", what)?;
+    let data = dir.parent().unwrap().join("v2.x_14f5972");
+    assert!(data.is_dir(), "{} is missing", data.display());
+    let mut files = json_files(&dir);
     assert!(!files.is_empty(), "no golden files in {}", dir.display());
+    let own = Path::new(env!("CARGO_MANIFEST_DIR")).join("../references/galvatron");
+    let own = json_files(&own);
+    assert!(!own.is_empty(), "no reference runs in references/galvatron");
+    files.extend(own);
     Some((files, data))
 }
 
@@ -474,5 +487,38 @@ fn goldens_replay_exactly() {
         "{} mismatches; the first:\n{}",
         all.len(),
         shown.join("\n")
+    );
+}
+
+/// The coarse search under GPipe, where the engine's own branch raises (`docs/galvatron.md`,
+/// "Coarse search"): pipeplan plans, with one strategy for every layer and the vocabulary tp
+/// equal to its tp degree, and the plan fits.
+#[test]
+fn coarse_search_under_gpipe_plans_one_strategy() {
+    let Some((_, data)) = goldens("galvatron coarse search under gpipe") else {
+        return;
+    };
+    let file = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../references/galvatron/coarse_h_swinhuge_8gpu_16GB_bsz512.json");
+    let mut doc: Value = serde_json::from_str(&std::fs::read_to_string(file).unwrap()).unwrap();
+    doc["config"]["engine_args"]["pipeline_type"] = "gpipe".into();
+    let inst = import(&doc, &data).unwrap();
+    let lt = LayerTypes::from_instance(&inst).unwrap().unwrap();
+    assert!(!lt.settings.fine_grained_mode);
+    let (found, _) = Engine::new(&lt)
+        .search(Division::Engine, &Deadline::none())
+        .unwrap();
+    let found = found.expect("a coarse plan under gpipe");
+    let first = found.best.strategies[0];
+    assert!(found.best.strategies.iter().all(|s| *s == first));
+    assert_eq!(found.best.vtp, first.tp);
+    let sol = registry::by_name("galvatron-base")
+        .unwrap()
+        .solve(&inst, &SolveOptions::default())
+        .unwrap();
+    assert_eq!(sol.plan.stages.len() as u32, found.best.pp);
+    eprintln!(
+        "coarse gpipe: pp {}, {:?}, vtp {}",
+        found.best.pp, first, found.best.vtp
     );
 }

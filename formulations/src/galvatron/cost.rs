@@ -570,8 +570,18 @@ pub fn pipeline_cost(
 /// halves it for any `mixed_precision` value, `fp32` included: it tests the string's truth);
 /// 0 without sequence parallelism or with `global_memory_buffer` off.
 pub fn global_memory_buffer(lt: &LayerTypes, mbsz: u64, min_tp: u32, max_tp: u32) -> f64 {
+    if !lt.settings.global_memory_buffer {
+        return 0.0;
+    }
+    sequence_buffer(lt, mbsz, min_tp, max_tp)
+}
+
+/// The buffer of [`global_memory_buffer`] whatever `global_memory_buffer` says, 0 without
+/// sequence parallelism: what the engine's coarse search (`fine_grained_mode` 0) adds to every
+/// stage.
+pub fn sequence_buffer(lt: &LayerTypes, mbsz: u64, min_tp: u32, max_tp: u32) -> f64 {
     let s = &lt.settings;
-    if !(s.sequence_parallel && s.global_memory_buffer) {
+    if !s.sequence_parallel {
         return 0.0;
     }
     let hidden = if s.hidden_size > 0.0 {

@@ -89,7 +89,12 @@ pub(super) fn num(v: &Value, path: &Path, key: &str) -> Result<f64, InputError> 
 
 /// Settings from the engine's arguments; returns the ignored keys.
 fn settings_from(config: &Map<String, Value>) -> Result<(Settings, Vec<String>), InputError> {
-    let defaults = serde_json::to_value(Settings::default()).expect("settings serialize");
+    // Every key a config may set: a default with the fields written only when off switched off.
+    let every = Settings {
+        fine_grained_mode: false,
+        ..Settings::default()
+    };
+    let defaults = serde_json::to_value(every).expect("settings serialize");
     let known = defaults.as_object().expect("object");
     let mut picked = Map::new();
     let mut ignored = Vec::new();
@@ -236,11 +241,10 @@ fn flatten(config: &Map<String, Value>) -> Result<Map<String, Value>, InputError
 /// first). A config that sets one of them to another value imports (the static profile values
 /// are read instead), and [`not_emulated`] names it: the engine's plan and throughput may then
 /// differ (`docs/galvatron.md`, "Golden replays").
-const EMULATED: [(&str, &[&str]); 4] = [
+const EMULATED: [(&str, &[&str]); 3] = [
     ("time_profile_mode", &["static", "sequence"]),
     ("memory_profile_mode", &["static", "sequence"]),
     ("sp_space", &["tp"]),
-    ("fine_grained_mode", &["1", "true"]),
 ];
 
 /// The engine arguments of a config (either form) whose values pipeplan does not emulate, as
@@ -276,8 +280,8 @@ pub fn import(doc: &Value, root: &Path) -> Result<Instance, InputError> {
     if !unmodelled.is_empty() {
         notes.push(format!(
             "engine arguments not emulated (modelled as the engine's defaults: static profile \
-             values, tp-only sequence parallelism, the fine-grained DP; the engine's plan and \
-             throughput may differ): {}",
+             values, tp-only sequence parallelism; the engine's plan and throughput may \
+             differ): {}",
             unmodelled.join(", ")
         ));
     }

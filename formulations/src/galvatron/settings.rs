@@ -73,6 +73,12 @@ pub struct Settings {
     pub costmodel_coe: f64,
     /// Gradients reduced asynchronously (changes the ZeRO ratios when chunks > 1).
     pub async_grad_reduce: bool,
+    /// The engine's fine-grained search (its default): a memory-budget DP picks a strategy per
+    /// layer. Off (`--fine_grained_mode 0`), every layer of the model takes one strategy, the
+    /// fastest pipeline whose stages all fit (`docs/galvatron.md`, "Coarse search"). Written to
+    /// a file only when off.
+    #[serde(skip_serializing_if = "is_true")]
+    pub fine_grained_mode: bool,
     /// Memory of every DP state in MB (the engine: 1). Coarser units make derived instances fast;
     /// memory is always rounded up, so a coarser unit never under-estimates.
     pub memory_unit_mb: f64,
@@ -109,10 +115,15 @@ impl Default for Settings {
             hidden_size: 0.0,
             costmodel_coe: 1.0,
             async_grad_reduce: true,
+            fine_grained_mode: true,
             memory_unit_mb: 1.0,
             quirks: Quirks::default(),
         }
     }
+}
+
+fn is_true(b: &bool) -> bool {
+    *b
 }
 
 impl Settings {

@@ -283,6 +283,9 @@ impl<'a> Engine<'a> {
         tables: &mut Tables,
     ) -> Result<Option<PpResult>, String> {
         counters.partitions += 1;
+        if !self.lt.settings.fine_grained_mode {
+            return self.evaluate_coarse(pd, partition);
+        }
         let unit = self.lt.settings.memory_unit_mb;
         let mut answers = Vec::new();
         let mut start = 0;
@@ -348,6 +351,67 @@ impl<'a> Engine<'a> {
         Ok(best)
     }
 
+    /// The engine's coarse search of one partition (`fine_grained_mode` 0): every layer takes
+    /// the same strategy, with the embedding and head at its tp degree; a strategy counts when
+    /// every stage's layers and embedding/head fit the budget, and the fastest pipeline wins
+    /// (the first on a tie, in strategy order).
+    fn evaluate_coarse(
+        &self,
+        pd: &PpData,
+        partition: &[usize],
+    ) -> Result<Option<PpResult>, String> {
+        let unit = self.lt.settings.memory_unit_mb;
+        let mut best: Option<PpResult> = None;
+        for (si, s) in pd.set.iter().enumerate() {
+            let Some(k) = pd.other_time.iter().find(|o| o.vtp == s.tp) else {
+                continue;
+            };
+            let Some((_, other)) = pd.other_mem.iter().find(|(vtp, _)| *vtp == s.tp) else {
+                continue;
+            };
+            let mut mem = Vec::with_capacity(partition.len());
+            let mut start = 0;
+            for (i, &n) in partition.iter().enumerate() {
+                let rows = &pd.mem[if pd.per_stage_mem { i } else { 0 }];
+                let used = rows[start..start + n].iter().map(|r| r[si]).sum::<usize>()
+                    + units(other[i], unit);
+                let Some(remaining) = self.budget_units.checked_sub(used) else {
+                    break;
+                };
+                mem.push(self.max_mem - remaining as f64 * unit + self.mem_cache);
+                start += n;
+            }
+            if mem.len() < partition.len() {
+                continue;
+            }
+            let all = vec![*s; partition.iter().sum()];
+            let pc = pipeline_cost(
+                self.lt,
+                &all,
+                &PipelineCall {
+                    partition,
+                    chunks: &pd.chunks,
+                    bsz: pd.bsz,
+                    min_tp: pd.min_tp,
+                    other_time: &k.pipeline,
+                },
+            )?;
+            if best.as_ref().is_none_or(|b| b.cost > pc.iteration) {
+                best = Some(PpResult {
+                    pp: pd.pp,
+                    partition: partition.to_vec(),
+                    strategies: all,
+                    vtp: s.tp,
+                    cost: pc.iteration,
+                    mem_cost: mem,
+                    chunks: pc.chunks,
+                    stage_compute: pc.stage_compute,
+                });
+            }
+        }
+        Ok(best)
+    }
+
     /// Precomputes the per-layer costs of one (task, pp).
     pub(crate) fn pp_data(
         &self,
@@ -396,7 +460,11 @@ impl<'a> Engine<'a> {
                     .map(|s| layer_memory(lt, ty, s, &call))
                     .collect::<Result<_, _>>()?;
                 if stage == 0 && ty == 0 {
-                    let buffer = cost::global_memory_buffer(lt, mbsz, t.min_tp, t.max_tp);
+                    let buffer = if lt.settings.fine_grained_mode {
+                        cost::global_memory_buffer(lt, mbsz, t.min_tp, t.max_tp)
+                    } else {
+                        cost::sequence_buffer(lt, mbsz, t.min_tp, t.max_tp)
+                    };
                     other_mem = row[0]
                         .other
                         .iter()
