@@ -325,6 +325,9 @@ impl Scenario {
             .map(|&class| {
                 let name = self.member_name(class);
                 let mut inst = base.clone();
+                if version == "v1" {
+                    inst.source = super::v1::frozen_source(&inst.source);
+                }
                 inst.name = name.clone();
                 inst.cluster.memory = anchors.budget(class);
                 inst.source = format!(

@@ -224,3 +224,56 @@ const DNNP_OPS_WHY: &str = "A real operator-level training graph of the dnn-part
 const GALVATRON_WHY: &str = "Galvatron's measured profiles, as its search engine reads them.";
 const SAILOR_WHY: &str = "Sailor's measured per-layer profiles, on the cluster of its measured \
                           training runs.";
+
+/// What the Galvatron importer's note called the engine arguments it did not read.
+const UNREAD: &str = "Engine arguments not used by pipeplan: ";
+
+/// A v1 member's `source` as v1 was published. v1 was generated when the Galvatron importer did
+/// not read `fine_grained_mode`, and its members' notes list it among the arguments pipeplan
+/// does not use; the importer now reads it (`docs/galvatron.md`, "Coarse search"). v1's configs
+/// all set 1, the default, so its instances' numbers are the same either way, and v1 keeps its
+/// published text (`docs/suite.md`, "Versions"). Other notes are returned unchanged.
+pub(super) fn frozen_source(source: &str) -> String {
+    let Some(at) = source.find(UNREAD) else {
+        return source.to_string();
+    };
+    let start = at + UNREAD.len();
+    // Argument names hold no '.': the list ends at the first one.
+    let Some(len) = source[start..].find('.') else {
+        return source.to_string();
+    };
+    let mut args: Vec<&str> = source[start..start + len].split(", ").collect();
+    if args.contains(&"fine_grained_mode") {
+        return source.to_string();
+    }
+    args.push("fine_grained_mode");
+    args.sort_unstable();
+    format!(
+        "{}{}{}",
+        &source[..start],
+        args.join(", "),
+        &source[start + len..]
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::frozen_source;
+
+    #[test]
+    fn v1_notes_list_fine_grained_mode_as_published() {
+        let now = "x. Engine arguments not used by pipeplan: embed_sdp, memory_profile_mode, \
+                   worker. Benchmark";
+        assert_eq!(
+            frozen_source(now),
+            "x. Engine arguments not used by pipeplan: embed_sdp, fine_grained_mode, \
+             memory_profile_mode, worker. Benchmark"
+        );
+        assert_eq!(frozen_source(&frozen_source(now)), frozen_source(now));
+        assert_eq!(frozen_source("a generated model."), "a generated model.");
+        assert_eq!(
+            frozen_source("Engine arguments not used by pipeplan: worker."),
+            "Engine arguments not used by pipeplan: fine_grained_mode, worker."
+        );
+    }
+}
