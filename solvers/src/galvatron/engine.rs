@@ -324,31 +324,44 @@ impl<'a> Engine<'a> {
             if !ok {
                 continue;
             }
-            let pc = pipeline_cost(
-                self.lt,
-                &all,
-                &PipelineCall {
-                    partition,
-                    chunks: &pd.chunks,
-                    bsz: pd.bsz,
-                    min_tp: pd.min_tp,
-                    other_time: times,
-                },
-            )?;
-            if best.as_ref().is_none_or(|b| b.cost > pc.iteration) {
-                best = Some(PpResult {
-                    pp: pd.pp,
-                    partition: partition.to_vec(),
-                    strategies: all,
-                    vtp: *k,
-                    cost: pc.iteration,
-                    mem_cost: mem,
-                    chunks: pc.chunks,
-                    stage_compute: pc.stage_compute,
-                });
-            }
+            let r = self.priced(pd, partition, all, *k, mem, times)?;
+            keep_faster(&mut best, r);
         }
         Ok(best)
+    }
+
+    /// The pipeline cost model's verdict on one assignment of a partition: its iteration time,
+    /// with the per-stage memory the DP or the coarse rule found and the vocabulary tp degree.
+    fn priced(
+        &self,
+        pd: &PpData,
+        partition: &[usize],
+        strategies: Vec<Strategy>,
+        vtp: u32,
+        mem_cost: Vec<f64>,
+        other_time: &[f64],
+    ) -> Result<PpResult, String> {
+        let pc = pipeline_cost(
+            self.lt,
+            &strategies,
+            &PipelineCall {
+                partition,
+                chunks: &pd.chunks,
+                bsz: pd.bsz,
+                min_tp: pd.min_tp,
+                other_time,
+            },
+        )?;
+        Ok(PpResult {
+            pp: pd.pp,
+            partition: partition.to_vec(),
+            strategies,
+            vtp,
+            cost: pc.iteration,
+            mem_cost,
+            chunks: pc.chunks,
+            stage_compute: pc.stage_compute,
+        })
     }
 
     /// The engine's coarse search of one partition (`fine_grained_mode` 0): every layer takes
@@ -385,29 +398,8 @@ impl<'a> Engine<'a> {
                 continue;
             }
             let all = vec![*s; partition.iter().sum()];
-            let pc = pipeline_cost(
-                self.lt,
-                &all,
-                &PipelineCall {
-                    partition,
-                    chunks: &pd.chunks,
-                    bsz: pd.bsz,
-                    min_tp: pd.min_tp,
-                    other_time: &k.pipeline,
-                },
-            )?;
-            if best.as_ref().is_none_or(|b| b.cost > pc.iteration) {
-                best = Some(PpResult {
-                    pp: pd.pp,
-                    partition: partition.to_vec(),
-                    strategies: all,
-                    vtp: s.tp,
-                    cost: pc.iteration,
-                    mem_cost: mem,
-                    chunks: pc.chunks,
-                    stage_compute: pc.stage_compute,
-                });
-            }
+            let r = self.priced(pd, partition, all, s.tp, mem, &k.pipeline)?;
+            keep_faster(&mut best, r);
         }
         Ok(best)
     }
@@ -520,6 +512,13 @@ impl<'a> Engine<'a> {
             other_mem,
             other_time,
         }))
+    }
+}
+
+/// Keeps `r` when it is faster than `best` (the engine's strict `>`: the first wins a tie).
+fn keep_faster(best: &mut Option<PpResult>, r: PpResult) {
+    if best.as_ref().is_none_or(|b| b.cost > r.cost) {
+        *best = Some(r);
     }
 }
 
