@@ -13,6 +13,7 @@
 //!
 //! Formulas, quirks and the import interface: `docs/galvatron.md`.
 
+mod config;
 pub mod cost;
 pub mod derive;
 pub mod fit;

@@ -1,0 +1,195 @@
+//! The `config` of a Galvatron import document: its two forms (the golden form flattened into
+//! the flat one), the settings it sets, the file paths it names (with their notes), and which
+//! engine arguments pipeplan emulates. [`super::import`] reads the profiles from here on.
+
+use super::import::field;
+use super::settings::Settings;
+use crate::error::InputError;
+use serde_json::{Map, Value};
+use std::path::{Path, PathBuf};
+
+/// Settings from the engine's arguments; returns the ignored keys.
+pub(super) fn settings_from(
+    config: &Map<String, Value>,
+) -> Result<(Settings, Vec<String>), InputError> {
+    // Every key a config may set: a default with the fields written only when off switched off.
+    let every = Settings {
+        fine_grained_mode: false,
+        ..Settings::default()
+    };
+    let defaults = serde_json::to_value(every).expect("settings serialize");
+    let known = defaults.as_object().expect("object");
+    let mut picked = Map::new();
+    let mut ignored = Vec::new();
+    for (k, v) in config {
+        match known.get(k) {
+            Some(Value::Bool(_)) => {
+                let b = match v {
+                    Value::Bool(b) => *b,
+                    Value::Number(n) if n.as_f64() == Some(0.0) => false,
+                    Value::Number(n) if n.as_f64() == Some(1.0) => true,
+                    _ => return Err(field(format!("config.{k}"), "expected true/false or 0/1")),
+                };
+                picked.insert(k.clone(), Value::Bool(b));
+            }
+            Some(_) => {
+                picked.insert(k.clone(), v.clone());
+            }
+            None => ignored.push(k.clone()),
+        }
+    }
+    let s: Settings = crate::error::parse_json(&Value::Object(picked).to_string(), "config")
+        .map_err(|e| match e {
+            InputError::Json {
+                field: f, message, ..
+            } => field(format!("config.{f}"), message),
+            e => e,
+        })?;
+    s.check("config")?;
+    Ok((s, ignored))
+}
+
+pub(super) fn resolve(
+    root: &Path,
+    config: &Map<String, Value>,
+    key: &str,
+    name: &str,
+) -> Result<PathBuf, InputError> {
+    let rel = config.get(key).and_then(Value::as_str).ok_or_else(|| {
+        field(
+            format!("config.{key}"),
+            "missing: a path relative to --data-root",
+        )
+    })?;
+    let p = root.join(rel);
+    // A folder (or, when it does not exist, anything not named *.json) gets the engine's name.
+    let folder =
+        p.is_dir() || (!p.exists() && p.extension().and_then(|e| e.to_str()) != Some("json"));
+    Ok(if folder { p.join(name) } else { p })
+}
+
+/// The file a config's path stands for. A trailing note in parentheses is dropped, except
+/// `"dir/x.json (staged copy of y.json)"`, which means the engine read the content of `y.json`
+/// under the name `x.json`: that is `dir/y.json` (a `y` with a folder is relative to the data
+/// root, like every path).
+fn resolve_note(path: &str) -> String {
+    let Some(i) = path.find(" (").filter(|_| path.ends_with(')')) else {
+        return path.to_string();
+    };
+    let (named, note) = (&path[..i], &path[i + 2..path.len() - 1]);
+    match note.strip_prefix("staged copy of ").map(str::trim) {
+        Some(source) if !source.is_empty() => {
+            if source.contains('/') {
+                source.to_string()
+            } else {
+                match named.rfind('/') {
+                    Some(j) => format!("{}/{source}", &named[..j]),
+                    None => source.to_string(),
+                }
+            }
+        }
+        _ => named.to_string(),
+    }
+}
+
+/// The flat form of a config written as the engine's golden files write it: `engine_args` (every
+/// search argument), `layer_configs`, `profile_files.{memory,computation}` and
+/// `hardware_files.{allreduce,p2p,overlap,sp_time}`. A config without `engine_args` is already
+/// flat and is returned as it is.
+pub(super) fn flatten(config: &Map<String, Value>) -> Result<Map<String, Value>, InputError> {
+    let Some(args) = config.get("engine_args") else {
+        return Ok(config.clone());
+    };
+    let args = args.as_object().ok_or_else(|| {
+        field(
+            "config.engine_args",
+            "expected an object of search arguments",
+        )
+    })?;
+    let mut flat = args.clone();
+    for key in ["model_name", "model_dir"] {
+        if let Some(v) = config.get(key) {
+            flat.insert(key.into(), v.clone());
+        }
+    }
+    if let Some(v) = config.get("layer_configs") {
+        flat.insert("model_layer_configs".into(), v.clone());
+    }
+    let paths = [
+        ("profile_files", "computation", "time_profiling_path"),
+        ("profile_files", "memory", "memory_profiling_path"),
+        (
+            "hardware_files",
+            "allreduce",
+            "allreduce_bandwidth_config_path",
+        ),
+        ("hardware_files", "p2p", "p2p_bandwidth_config_path"),
+        ("hardware_files", "overlap", "overlap_coe_path"),
+        ("hardware_files", "sp_time", "sp_time_path"),
+    ];
+    for (group, key, flat_key) in paths {
+        let Some(v) = config.get(group).and_then(|g| g.get(key)) else {
+            continue;
+        };
+        let p = v.as_str().ok_or_else(|| {
+            field(
+                format!("config.{group}.{key}"),
+                "expected a path relative to --data-root",
+            )
+        })?;
+        flat.insert(flat_key.into(), Value::String(resolve_note(p)));
+    }
+    Ok(flat)
+}
+
+/// Engine arguments pipeplan emulates, with the values it emulates (the engine's default
+/// first). A config that sets one of them to another value imports (the static profile values
+/// are read instead), and [`not_emulated`] names it: the engine's plan and throughput may then
+/// differ (`docs/galvatron.md`, "Golden replays").
+const EMULATED: [(&str, &[&str]); 3] = [
+    ("time_profile_mode", &["static", "sequence"]),
+    ("memory_profile_mode", &["static", "sequence"]),
+    ("sp_space", &["tp"]),
+];
+
+/// The engine arguments of a config (either form) whose values pipeplan does not emulate, as
+/// `name=value`; empty when the engine's search is reproduced as modelled.
+pub fn not_emulated(doc: &Value) -> Result<Vec<String>, InputError> {
+    let config = doc
+        .get("config")
+        .and_then(Value::as_object)
+        .ok_or_else(|| field("config", "missing: the file must hold a `config` object"))?;
+    let flat = flatten(config)?;
+    Ok(EMULATED
+        .iter()
+        .filter_map(|(key, modelled)| {
+            let v = flat.get(*key)?;
+            let v = v.as_str().map_or_else(|| v.to_string(), str::to_string);
+            (!modelled.contains(&v.as_str())).then(|| format!("{key}={v}"))
+        })
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::resolve_note;
+
+    #[test]
+    fn a_staged_copy_reads_its_source() {
+        let staged = "hardware_configs/sp_time_1nodes_4gpus_per_node.json (staged copy of \
+                      sp_time_1nodes_8gpus_per_node.json)";
+        assert_eq!(
+            resolve_note(staged),
+            "hardware_configs/sp_time_1nodes_8gpus_per_node.json"
+        );
+        assert_eq!(
+            resolve_note("a/x.json (staged copy of b/y.json)"),
+            "b/y.json"
+        );
+        assert_eq!(resolve_note("x.json (staged copy of y.json)"), "y.json");
+        // Any other note is only a note; a path without one is itself.
+        assert_eq!(resolve_note("a/x.json (measured twice)"), "a/x.json");
+        assert_eq!(resolve_note("a/x (1).json"), "a/x (1).json");
+        assert_eq!(resolve_note("a/x.json"), "a/x.json");
+    }
+}
