@@ -46,6 +46,25 @@ fn parts(b: &MemoryBreakdown) -> [f64; 7] {
     ]
 }
 
+/// The chart's series legend at `at`, on a translucent white box: every chart draws it alike.
+fn draw_legend<'a, DB, CT>(
+    chart: &mut ChartContext<'a, DB, CT>,
+    at: SeriesLabelPosition,
+) -> Result<(), String>
+where
+    DB: DrawingBackend + 'a,
+    DB::ErrorType: 'static,
+    CT: CoordTranslate,
+{
+    chart
+        .configure_series_labels()
+        .position(at)
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .draw()
+        .map_err(err)
+}
+
 fn err<E: std::fmt::Display>(e: E) -> String {
     format!("drawing the chart failed: {e}")
 }
@@ -57,32 +76,13 @@ fn tracks(t: &Timeline) -> Vec<(String, Track)> {
         .keys()
         .map(|&g| (format!("GPU {g}"), Track::Gpus(vec![g])))
         .collect();
-    let mut links: Vec<(u32, u32)> = t
-        .events
-        .iter()
-        .filter_map(|e| match e.track {
-            Track::Link(a, b) => Some((a, b)),
-            _ => None,
-        })
-        .collect();
-    links.sort_unstable();
-    links.dedup();
+    let links = t.links();
     out.extend(
         links
             .into_iter()
             .map(|(a, b)| (format!("link {a}-{b}"), Track::Link(a, b))),
     );
-    let mut hosts: Vec<u32> = t
-        .events
-        .iter()
-        .filter_map(|e| match &e.track {
-            Track::Host(g) => Some(g.clone()),
-            _ => None,
-        })
-        .flatten()
-        .collect();
-    hosts.sort_unstable();
-    hosts.dedup();
+    let hosts = t.host_gpus();
     out.extend(
         hosts
             .into_iter()
@@ -213,13 +213,7 @@ where
             .label(k.name())
             .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], color(k).filled()));
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperRight)
-        .background_style(WHITE.mix(0.8))
-        .border_style(BLACK)
-        .draw()
-        .map_err(err)?;
+    draw_legend(&mut chart, SeriesLabelPosition::UpperRight)?;
     Ok(())
 }
 
@@ -313,13 +307,7 @@ where
             RED.stroke_width(2),
         )))
         .map_err(err)?;
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperRight)
-        .background_style(WHITE.mix(0.8))
-        .border_style(BLACK)
-        .draw()
-        .map_err(err)?;
+    draw_legend(&mut chart, SeriesLabelPosition::UpperRight)?;
     Ok(())
 }
 
@@ -550,12 +538,6 @@ where
                 PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2))
             });
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::LowerRight)
-        .background_style(WHITE.mix(0.8))
-        .border_style(BLACK)
-        .draw()
-        .map_err(err)?;
+    draw_legend(&mut chart, SeriesLabelPosition::LowerRight)?;
     Ok(())
 }

@@ -116,6 +116,39 @@ pub struct Timeline {
     pub end: f64,
 }
 
+impl Timeline {
+    /// The links that carry a transfer, `(from, to)` GPUs, sorted.
+    pub fn links(&self) -> Vec<(u32, u32)> {
+        let mut links: Vec<(u32, u32)> = self
+            .events
+            .iter()
+            .filter_map(|e| match e.track {
+                Track::Link(a, b) => Some((a, b)),
+                Track::Gpus(_) | Track::Host(_) => None,
+            })
+            .collect();
+        links.sort_unstable();
+        links.dedup();
+        links
+    }
+
+    /// The GPUs whose host link (PCIe) carries a swap, sorted.
+    pub fn host_gpus(&self) -> Vec<u32> {
+        let mut gpus: Vec<u32> = self
+            .events
+            .iter()
+            .filter_map(|e| match &e.track {
+                Track::Host(g) => Some(g.clone()),
+                Track::Gpus(_) | Track::Link(..) => None,
+            })
+            .flatten()
+            .collect();
+        gpus.sort_unstable();
+        gpus.dedup();
+        gpus
+    }
+}
+
 /// The timeline of `plan` on `inst`; `periods` steady periods for an asynchronous plan.
 pub fn timeline(inst: &Instance, plan: &Plan, periods: usize) -> Result<Timeline, InputError> {
     plan.check(inst)?;

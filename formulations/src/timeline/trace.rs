@@ -41,32 +41,13 @@ pub fn chrome_trace(t: &Timeline, meta: Value) -> Value {
             "args": {"name": format!("GPU {g}")}
         }));
     }
-    let mut links: Vec<(u32, u32)> = t
-        .events
-        .iter()
-        .filter_map(|e| match e.track {
-            Track::Link(a, b) => Some((a, b)),
-            Track::Gpus(_) | Track::Host(_) => None,
-        })
-        .collect();
-    links.sort_unstable();
-    links.dedup();
+    let links = t.links();
     if !links.is_empty() {
         events.push(json!({
             "name": "process_name", "ph": "M", "pid": LINKS_PID, "args": {"name": "links"}
         }));
     }
-    let mut hosts: Vec<u32> = t
-        .events
-        .iter()
-        .filter_map(|e| match &e.track {
-            Track::Host(g) => Some(g.clone()),
-            _ => None,
-        })
-        .flatten()
-        .collect();
-    hosts.sort_unstable();
-    hosts.dedup();
+    let hosts = t.host_gpus();
     if !hosts.is_empty() {
         events.push(json!({
             "name": "process_name", "ph": "M", "pid": HOST_PID, "args": {"name": "host links (swap)"}
