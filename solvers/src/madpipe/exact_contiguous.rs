@@ -155,6 +155,36 @@ impl Model {
         t + t
     }
 
+    /// The state of a suffix `next` after prepending the stage that ends at layer `e`: the link
+    /// into the following stage first (on GPU `gpu`'s outgoing link, when there is one), then the
+    /// stage's `load`; `None` when the link alone exceeds `t` or the stage's memory (`act` per
+    /// 1F1B* group in flight, plus `fixed_mem`) exceeds the limit. Both DPs extend suffixes so.
+    #[allow(clippy::too_many_arguments)]
+    fn prepend(
+        &self,
+        next: State,
+        e: usize,
+        gpu: Option<usize>,
+        load: f64,
+        act: f64,
+        fixed_mem: f64,
+        t: f64,
+    ) -> Option<State> {
+        let mut st = next;
+        if let Some(gpu) = gpu {
+            let link = self.link_load(e, gpu);
+            if link > t {
+                return None;
+            }
+            st = st.push(link, t);
+        }
+        st = st.push(load, t);
+        if st.g as f64 * act + fixed_mem > self.limit {
+            return None;
+        }
+        Some(st)
+    }
+
     /// Calls `visit(e, load, act, fixed)` for every stage `l..=e`, in increasing `e`, while its
     /// load is at most `t` and its model states fit. The sums run in the evaluator's order
     /// (`stage_cost`), so the figures are bitwise the evaluator's.
@@ -247,18 +277,11 @@ impl Model {
                         if q > qmax {
                             continue;
                         }
-                        let mut st = from.st;
-                        if q >= 2 {
-                            let link = self.link_load(e, (r + k * q - q) % k);
-                            if link > t {
-                                continue;
-                            }
-                            st = st.push(link, t);
-                        }
-                        st = st.push(load, t);
-                        if st.g as f64 * act + fixed_mem > self.limit {
+                        let gpu = (q >= 2).then(|| (r + k * q - q) % k);
+                        let Some(st) = self.prepend(from.st, e, gpu, load, act, fixed_mem, t)
+                        else {
                             continue;
-                        }
+                        };
                         insert_pareto(&mut mine[q % k], Entry { q, st, e, parent }, |a| {
                             (a.q, a.st)
                         });
@@ -301,21 +324,13 @@ impl Model {
             let qtop = qmax.min(n - l);
             self.stages_from(l, t, |e, load, act, fixed_mem| {
                 for q in 1..=qtop {
-                    let Some(mut st) = best[(e + 1) * w + q - 1] else {
+                    let Some(next) = best[(e + 1) * w + q - 1] else {
                         continue;
                     };
-                    if q >= 2 {
-                        let gpu = fixed.map_or(0, |p| p - q);
-                        let link = self.link_load(e, gpu);
-                        if link > t {
-                            continue;
-                        }
-                        st = st.push(link, t);
-                    }
-                    st = st.push(load, t);
-                    if st.g as f64 * act + fixed_mem > self.limit {
+                    let gpu = (q >= 2).then(|| fixed.map_or(0, |p| p - q));
+                    let Some(st) = self.prepend(next, e, gpu, load, act, fixed_mem, t) else {
                         continue;
-                    }
+                    };
                     let cell = &mut best[l * w + q];
                     if cell.is_none_or(|c| st.better_than(&c)) {
                         *cell = Some(st);
