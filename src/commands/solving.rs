@@ -32,7 +32,7 @@ pub fn solve(a: SolveArgs) -> Result<(), Failure> {
     let inst = super::read_calibrated(&a.instance, &a.calibration)?;
     let algo = algorithm(&a.algo)?;
     let opts = options(&a.flags);
-    match harness::support(algo.as_ref(), &inst, &opts) {
+    let sol = match harness::run(algo.as_ref(), &inst, &opts) {
         Err(SolveError::Unsupported(u)) => {
             return Err(Failure::input(harness::unsupported_message(
                 algo.as_ref(),
@@ -41,8 +41,7 @@ pub fn solve(a: SolveArgs) -> Result<(), Failure> {
             )))
         }
         other => other?,
-    }
-    let sol = harness::run(algo.as_ref(), &inst, &opts)?;
+    };
     if let Some(p) = &a.output {
         write_or_print(Some(p), &report::json(&sol))?;
     }
