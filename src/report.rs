@@ -126,7 +126,12 @@ pub fn plan_table(inst: &Instance, plan: &Plan, eval: Option<&Evaluation>) -> St
             names,
             gpus,
             s.dp.to_string(),
-            s.tp.to_string(),
+            // A Ulysses group splits the sequence, not the weights: say so next to its size.
+            if s.ulysses {
+                format!("{} ulysses", s.tp)
+            } else {
+                s.tp.to_string()
+            },
             if s.sdp { "yes" } else { "" }.into(),
             if s.checkpoint.is_empty() {
                 String::new()

@@ -25,6 +25,16 @@ pub fn allreduce_ms(bytes: f64, d: u32, bw: f64) -> f64 {
     }
 }
 
+/// All-to-all of `bytes` per GPU among `d` GPUs at bandwidth `bw` (bytes/s), in ms: each sends
+/// all but its own share, `(d - 1) / d x bytes` (0 when `d` = 1).
+pub fn alltoall_ms(bytes: f64, d: u32, bw: f64) -> f64 {
+    if d <= 1 {
+        0.0
+    } else {
+        (d - 1) as f64 / d as f64 * bytes / bw * 1e3
+    }
+}
+
 /// Costs of one stage under the reference model.
 #[derive(Debug, Clone, PartialEq)]
 pub struct StageCost {
@@ -245,7 +255,10 @@ pub fn stage_cost_with(
     // Layers measured at the stage's tensor-parallel degree: their per-GPU numbers times the
     // degree stand for the whole group's, so the division by `tp` below gives them back, and
     // the measured times already include the group's all-reduces.
-    let measured = (st.tp > 1).then(|| chain.measured(st.tp)).flatten();
+    // (Measurements are of tensor parallelism: a Ulysses group splits the sequence instead.)
+    let measured = (st.tp > 1 && !st.ulysses)
+        .then(|| chain.measured(st.tp))
+        .flatten();
     let tpf = st.tp as f64;
     let layer = |i: usize| match measured {
         Some(m) => (
@@ -281,18 +294,28 @@ pub fn stage_cost_with(
         } else {
             stored += saved;
         }
-        if measured.is_none() {
+        if st.ulysses {
+            // One all-to-all of the layer's output (this replica's share) per pass.
+            tp_comm += alltoall_ms(chain.act[i + 1] / st.dp as f64, st.tp, tp_bw);
+        } else if measured.is_none() {
             // One all-reduce of the layer's output (this replica's share) per pass.
             tp_comm += allreduce_ms(chain.act[i + 1] / st.dp as f64, st.tp, tp_bw);
         }
     }
     let copies = state_copies(inst, kind);
-    let mut states = weights * copies / st.tp as f64;
+    // Tensor parallelism splits the weights over the tp group; Ulysses keeps them whole and
+    // shares the gradients over every GPU of the stage.
+    let (split, sharers) = if st.ulysses {
+        (1.0, st.dp * st.tp)
+    } else {
+        (st.tp as f64, st.dp)
+    };
+    let mut states = weights * copies / split;
     if st.sdp {
-        states /= st.dp as f64;
+        states /= sharers as f64;
     }
     let dp_bw = inst.group_bandwidth(&st.gpus);
-    let mut grad_sync = allreduce_ms(weights / st.tp as f64, st.dp, dp_bw);
+    let mut grad_sync = allreduce_ms(weights / split, sharers, dp_bw);
     if st.sdp {
         grad_sync *= 1.5;
     }

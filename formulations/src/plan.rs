@@ -39,6 +39,11 @@ pub struct Stage {
     /// Sharded data parallelism (ZeRO-3): model states divided by `dp`.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub sdp: bool,
+    /// Ulysses sequence parallelism in each tp group (needs `tp` > 1): the group splits every
+    /// sample's sequence instead of the layers' weights, so each GPU holds whole layers and
+    /// exchanges activations all-to-all; gradients are shared by all `dp x tp` GPUs.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub ulysses: bool,
     /// Layers (global 0-based indices) whose activations are checkpointed: only their input is
     /// kept and the rest is recomputed during the backward.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -79,6 +84,7 @@ impl Stage {
             dp: 1,
             tp: 1,
             sdp: false,
+            ulysses: false,
             checkpoint: Vec::new(),
             swap: Vec::new(),
             recompute: Vec::new(),
@@ -336,6 +342,12 @@ impl Plan {
                 return Err(InputError::field(
                     f(if s.dp == 0 { "dp" } else { "tp" }),
                     "degree must be at least 1",
+                ));
+            }
+            if s.ulysses && s.tp < 2 {
+                return Err(InputError::field(
+                    f("ulysses"),
+                    "Ulysses sequence parallelism needs a tp group (tp of at least 2)",
                 ));
             }
             if s.gpus.len() != (s.dp * s.tp) as usize {

@@ -332,6 +332,36 @@ fn sharded_data_parallel_divides_states() {
     assert_close(ev.period_ms.unwrap(), 7.5);
 }
 
+/// A Ulysses stage of `tp` GPUs per replica.
+fn ulysses_stage(dp: u32, tp: u32, sdp: bool) -> Plan {
+    let mut plan = single_stage(dp, tp, sdp);
+    plan.stages[0].ulysses = true;
+    plan
+}
+
+#[test]
+fn ulysses_keeps_states_whole_and_shares_gradients_over_the_group() {
+    let ev = evaluate(&one_layer(), &ulysses_stage(1, 2, false)).unwrap();
+    // Whole states (3 W), activations / 2 as under tp.
+    assert_all_close(&ev.peak_memory, &[3016.0, 3016.0, 0.0, 0.0]);
+    // Each pass: work / 2 + all-to-all of the 64 B output over 2 GPUs (1/2 x 64 B at 1 MB/s =
+    // 0.032 ms); the gradients all-reduced over both GPUs (1 ms).
+    assert_close(ev.period_ms.unwrap(), 2.0 + 4.0 + 2.0 * 0.032 + 1.0);
+    // Under sdp the states are sharded over the whole group, the reduction 1.5 x.
+    let ev = evaluate(&one_layer(), &ulysses_stage(1, 2, true)).unwrap();
+    assert_all_close(&ev.peak_memory, &[1516.0, 1516.0, 0.0, 0.0]);
+    assert_close(ev.period_ms.unwrap(), 2.0 + 4.0 + 2.0 * 0.032 + 1.5);
+}
+
+#[test]
+fn ulysses_needs_a_tp_group() {
+    let err = evaluate(&one_layer(), &ulysses_stage(2, 1, false))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("plan.stages[0].ulysses"), "{err}");
+    assert!(err.contains("tp of at least 2"), "{err}");
+}
+
 #[test]
 fn tensor_parallel_divides_states_and_activations() {
     let ev = evaluate(&one_layer(), &single_stage(1, 2, false)).unwrap();

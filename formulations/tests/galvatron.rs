@@ -35,6 +35,7 @@ fn st(pp: u32, tp: u32, dp: u32, consec: Option<bool>, fsdp: Option<bool>, cpt: 
         consec,
         fsdp,
         cpt,
+        sp: false,
     }
 }
 
@@ -62,6 +63,35 @@ fn import_reads_profiles_settings_and_hardware() {
     // The instance round-trips through JSON with its extension.
     let back = Instance::from_json(&inst.to_json()).unwrap();
     assert_eq!(LayerTypes::from_instance(&back).unwrap().unwrap(), lt);
+}
+
+#[test]
+fn ulysses_twins_follow_their_tp_strategies() {
+    let (_, lt) = tiny();
+    let mut s = lt.settings.clone();
+    let plain = strategy::generate(&s);
+    s.sp_space = "tp+sp".into();
+    let both = strategy::generate(&s);
+    // Every tp > 1 strategy (ckpt copies included) gains its Ulysses twin right after it.
+    let mut want = Vec::new();
+    for st in &plain {
+        want.push(*st);
+        if st.tp > 1 {
+            want.push(Strategy { sp: true, ..*st });
+        }
+    }
+    assert_eq!(both, want);
+    assert!(both.iter().any(|x| x.sp) && both.iter().all(|x| !x.sp || x.tp > 1));
+    assert_eq!(
+        both.iter().find(|x| x.sp && x.cpt).unwrap().to_string(),
+        "1-2-2-c-sp"
+    );
+    // The engine refuses `sp` alone; anything else is not an sp_space.
+    for bad in ["sp", "ulysses"] {
+        s.sp_space = bad.into();
+        let e = s.check("config").unwrap_err().to_string();
+        assert!(e.contains("config.sp_space"), "{e}");
+    }
 }
 
 #[test]
@@ -101,6 +131,7 @@ fn memory_matches_hand_computation() {
         min_tp: 1,
         stage: 0,
         embed_sdp: false,
+        vsp: false,
         pipeline: PipelineType::PipedreamFlush,
     };
     let m = layer_memory(&lt, 0, &st(1, 1, 4, None, Some(false), false), &call).unwrap();
@@ -180,14 +211,14 @@ fn other_time_pipeline_cost_and_transitions() {
     // pp 1, vocab tp 1 on 4 GPUs, micro-batch 4: forward 4 x 1 ms, backward twice that, the
     // embedding gradient 400/4 MB over dp 4 (0.01 ms/MB x 3/4) half in the backward, overlapped
     // at 1.25 (a compute of c next to a message of m takes m + (1.25 c - m) / 1.25).
-    let o = other_time(&lt, 4, 1, 1, 4, false).unwrap();
+    let o = other_time(&lt, 4, 1, 1, 4, false, false).unwrap();
     assert_eq!(o.iter().map(|x| x.vtp).collect::<Vec<_>>(), vec![1, 2, 4]);
     let comm = 100.0 * 0.01 * 0.75;
     let backward = comm * 0.5 + (8.0 * 1.25 - comm * 0.5) / 1.25;
     close(o[0].dp[0], 0.001 * (4.0 + backward));
     close(o[0].pipeline[0], 0.001 * (4.0 + 8.0));
     // Under embed_sdp the gradient moves half in the forward and whole in the backward.
-    let sdp = other_time(&lt, 4, 1, 1, 4, true).unwrap();
+    let sdp = other_time(&lt, 4, 1, 1, 4, true, false).unwrap();
     let forward = comm * 0.5 + (4.0 * 1.25 - comm * 0.5) / 1.25;
     close(
         sdp[0].dp[0],
@@ -387,6 +418,7 @@ fn bad_extension_fields_are_named() {
         min_tp: 1,
         stage: 0,
         embed_sdp: false,
+        vsp: false,
         pipeline: PipelineType::Gpipe,
     };
     let e = layer_memory(&lt, 0, &st(1, 4, 1, None, None, false), &call).unwrap_err();

@@ -487,6 +487,31 @@ fn galvatron_strided_tp_groups_round_trip() {
 }
 
 #[test]
+fn ulysses_stages_export_to_galvatron_only() {
+    let inst = llm(6, 8);
+    let mut p = plan(&[(0, 3), (4, 7)], 4, 2, sync(4, 8));
+    p.stages[1].ulysses = true;
+    let text = ok(Format::Galvatron, &inst, &p);
+    let v: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(v["use_sp"], "0,0,0,0,1,1,1,1");
+    read_back(Format::Galvatron, &inst, &RuntimePlan::of(p.clone()), &text);
+    // The other runtimes say so and offer the plan with tp in its place.
+    for f in [Format::Megatron, Format::Deepspeed, Format::Torchtitan] {
+        match export(f, &inst, &RuntimePlan::of(p.clone())) {
+            Err(ExportError::Inexpressible(x)) => {
+                assert!(
+                    x.reasons[0].contains("stage 1 uses Ulysses"),
+                    "{f}: {:?}",
+                    x.reasons
+                );
+                assert!(x.nearest.stages.iter().all(|s| !s.ulysses), "{f}");
+            }
+            other => panic!("{f}: {other:?}"),
+        }
+    }
+}
+
+#[test]
 fn bad_runtime_files_name_the_field() {
     let inst = llm(2, 4);
     let good = r#"{"pp_deg": 2, "tp_sizes_enc": "1,1,1,1", "tp_consecutive_flags": "1,1,1,1",
@@ -516,7 +541,7 @@ fn bad_runtime_files_name_the_field() {
             "\"checkpoint\": \"0,0,x,0\"",
             "checkpoint",
         ),
-        ("\"vsp\": 0", "\"vsp\": 1", "vsp"),
+        ("\"vsp\": 0", "\"vsp\": 2", "vsp"),
     ] {
         let bad = good.replacen(from, to, 1);
         assert_ne!(bad, good, "{from}");

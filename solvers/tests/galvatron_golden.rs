@@ -74,6 +74,7 @@ fn strategy(v: &Value) -> Option<Strategy> {
         consec: flag("tp").map(|x| x == 1),
         fsdp: flag("fsdp").map(|x| x == 1),
         cpt: flag("cpt") == Some(1),
+        sp: flag("sp") == Some(1),
     })
 }
 
@@ -131,7 +132,7 @@ fn replay(file: &Path, data: &Path) -> Replay {
         ("chunks", format!(" in {} micro-batches", result["chunks"])),
         ("pp_deg", format!(", pp {},", result["pp_deg"])),
         ("pp_division", format!("division {want_division:?}")),
-        ("vtp", format!("vocab tp {},", result["vtp"])),
+        ("vtp", format!("vocab tp {}", result["vtp"])),
         ("embed_sdp", format!("embed_sdp {}", result["embed_sdp"])),
     ] {
         r.check(note.contains(&text), || {
@@ -139,11 +140,19 @@ fn replay(file: &Path, data: &Path) -> Replay {
         });
     }
 
-    // Per layer: tp, dp, sdp, checkpointing.
+    // Ulysses for the vocabulary layers: said in the note when the search offered it.
+    if lt.settings.ulysses() {
+        let text = format!("vocab sp {},", result["vsp"]);
+        r.check(note.contains(&text), || {
+            format!("{name}: vsp: engine `{text}`, ours `{note}`")
+        });
+    }
+
+    // Per layer: tp, dp, sdp, checkpointing, Ulysses.
     let mut ours = vec![None; inst.num_layers()];
     for s in &sol.plan.stages {
         for (l, slot) in ours.iter_mut().enumerate().take(s.last + 1).skip(s.first) {
-            *slot = Some((s.tp, s.dp, s.sdp, s.checkpoint.contains(&l)));
+            *slot = Some((s.tp, s.dp, s.sdp, s.checkpoint.contains(&l), s.ulysses));
         }
     }
     let layers = result["layers"].as_array().unwrap();
@@ -160,10 +169,10 @@ fn replay(file: &Path, data: &Path) -> Replay {
             want["dp"].as_u64().unwrap() as u32,
             want["sdp"].as_u64().unwrap() == 1,
             want["ckpt"].as_u64().unwrap() == 1,
+            want["sp"].as_u64() == Some(1),
         );
-        let got = got.map(|(tp, dp, sdp, ck)| (tp, dp, sdp, ck));
-        r.check(got == Some(want), || {
-            format!("{name}: layer {l} (tp, dp, sdp, ckpt): ours {got:?}, engine {want:?}")
+        r.check(*got == Some(want), || {
+            format!("{name}: layer {l} (tp, dp, sdp, ckpt, sp): ours {got:?}, engine {want:?}")
         });
     }
 
@@ -183,6 +192,7 @@ fn replay(file: &Path, data: &Path) -> Replay {
             min_tp: tuple["min_tp"].as_u64().unwrap() as u32,
             stage: 0,
             embed_sdp: tuple["embed_sdp"].as_i64() == Some(1),
+            vsp: tuple["vsp"].as_i64() == Some(1),
             pipeline: lt.settings.pipeline_type,
         };
         for t in c["layer_types"].as_array().unwrap() {
@@ -239,7 +249,9 @@ fn dp_calls(name: &str, doc: &Value, lt: &LayerTypes, r: &mut Replay) {
             chunk: tuple["chunk"].as_u64().unwrap(),
             min_tp: tuple["min_tp"].as_u64().unwrap() as u32,
             max_tp: tuple["max_tp"].as_u64().unwrap() as u32,
+            vsp: tuple["vsp"].as_i64() == Some(1),
             embed_sdp: tuple["embed_sdp"].as_i64() == Some(1),
+            sp_search: tuple["sp_search"].as_u64().unwrap_or(1) as u8,
         };
         let pp = call["pp"].as_u64().unwrap() as u32;
         let stage = call["stage"].as_u64().unwrap() as usize;

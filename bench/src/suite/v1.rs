@@ -229,11 +229,15 @@ const SAILOR_WHY: &str = "Sailor's measured per-layer profiles, on the cluster o
 const UNREAD: &str = "Engine arguments not used by pipeplan: ";
 
 /// A v1 member's `source` as v1 was published. v1 was generated when the Galvatron importer did
-/// not read `fine_grained_mode`, and its members' notes list it among the arguments pipeplan
-/// does not use; the importer now reads it (`docs/galvatron.md`, "Coarse search"). v1's configs
-/// all set 1, the default, so its instances' numbers are the same either way, and v1 keeps its
-/// published text (`docs/suite.md`, "Versions"). Other notes are returned unchanged.
+/// not read `fine_grained_mode` and `sp_space`, and its members' notes list them among the
+/// arguments pipeplan does not use; the importer now reads them (`docs/galvatron.md`, "Coarse
+/// search", "Ulysses"). v1's configs all set the defaults (1, `tp`), so its instances' numbers
+/// are the same either way, and v1 keeps its published text (`docs/suite.md`, "Versions").
+/// Other notes are returned unchanged.
 pub(super) fn frozen_source(source: &str) -> String {
+    // Arguments the importer has read since v1 was published (every v1 config sets them, to
+    // the defaults: `fine_grained_mode` 1, `sp_space` tp).
+    const NOW_READ: [&str; 2] = ["fine_grained_mode", "sp_space"];
     let Some(at) = source.find(UNREAD) else {
         return source.to_string();
     };
@@ -243,10 +247,15 @@ pub(super) fn frozen_source(source: &str) -> String {
         return source.to_string();
     };
     let mut args: Vec<&str> = source[start..start + len].split(", ").collect();
-    if args.contains(&"fine_grained_mode") {
+    let before = args.len();
+    for now_read in NOW_READ {
+        if !args.contains(&now_read) {
+            args.push(now_read);
+        }
+    }
+    if args.len() == before {
         return source.to_string();
     }
-    args.push("fine_grained_mode");
     args.sort_unstable();
     format!(
         "{}{}{}",
@@ -267,13 +276,13 @@ mod tests {
         assert_eq!(
             frozen_source(now),
             "x. Engine arguments not used by pipeplan: embed_sdp, fine_grained_mode, \
-             memory_profile_mode, worker. Benchmark"
+             memory_profile_mode, sp_space, worker. Benchmark"
         );
         assert_eq!(frozen_source(&frozen_source(now)), frozen_source(now));
         assert_eq!(frozen_source("a generated model."), "a generated model.");
         assert_eq!(
             frozen_source("Engine arguments not used by pipeplan: worker."),
-            "Engine arguments not used by pipeplan: fine_grained_mode, worker."
+            "Engine arguments not used by pipeplan: fine_grained_mode, sp_space, worker."
         );
     }
 }

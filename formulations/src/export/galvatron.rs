@@ -55,6 +55,7 @@ pub fn config(inst: &Instance, rp: &RuntimePlan) -> Result<OutputConfig, InputEr
     let lay: Layout = layout::standard(plan).map_err(|e| InputError::field("plan.stages", e))?;
     let n = inst.num_layers();
     let (mut tp, mut consec, mut sdp, mut ckpt) = (vec![0; n], vec![0; n], vec![0; n], vec![0; n]);
+    let mut sp = vec![0; n];
     for st in &plan.stages {
         let c = layout::consecutive(st).unwrap_or(true);
         for l in st.first..=st.last {
@@ -62,6 +63,7 @@ pub fn config(inst: &Instance, rp: &RuntimePlan) -> Result<OutputConfig, InputEr
             consec[l] = c as u8;
             sdp[l] = st.sdp as u8;
             ckpt[l] = st.checkpoint.contains(&l) as u8;
+            sp[l] = st.ulysses as u8;
         }
     }
     let (micro, m) = layout::batch(inst, plan);
@@ -82,6 +84,7 @@ pub fn config(inst: &Instance, rp: &RuntimePlan) -> Result<OutputConfig, InputEr
         None => Extras {
             vtp: 1,
             embed_sdp: false,
+            vsp: false,
             global_bsz: micro as u64 * m as u64,
             default_dp_type: LayerTypes::from_instance(inst)?
                 .map_or_else(|| "ddp".into(), |lt| lt.settings.default_dp_type),
@@ -92,7 +95,7 @@ pub fn config(inst: &Instance, rp: &RuntimePlan) -> Result<OutputConfig, InputEr
         tp_sizes_enc: join(&tp),
         tp_consecutive_flags: join(&consec),
         dp_types_enc: join(&sdp),
-        use_sp: Some(join(&vec![0; n])),
+        use_sp: Some(join(&sp)),
         checkpoint: join(&ckpt),
         global_bsz: extras.global_bsz,
         chunks: m as u64,
@@ -104,7 +107,7 @@ pub fn config(inst: &Instance, rp: &RuntimePlan) -> Result<OutputConfig, InputEr
         .into(),
         default_dp_type: extras.default_dp_type,
         vtp: Some(extras.vtp),
-        vsp: Some(0),
+        vsp: Some(extras.vsp as u32),
         embed_sdp: Some(extras.embed_sdp as u32),
         cp_sizes_enc: None,
         vcp: None,

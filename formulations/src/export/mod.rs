@@ -109,6 +109,19 @@ impl Format {
 
     /// Why the runtime cannot run the plan as it is; empty when it can.
     pub fn limits(self, inst: &Instance, rp: &RuntimePlan) -> Vec<String> {
+        if self != Format::Galvatron {
+            if let Some(i) = rp.plan.stages.iter().position(|s| s.ulysses) {
+                let mut out = self.limits(inst, &without_ulysses(rp));
+                out.insert(
+                    0,
+                    format!(
+                        "stage {i} uses Ulysses sequence parallelism, which the {} export does not write",
+                        self.runtime()
+                    ),
+                );
+                return out;
+            }
+        }
         match self {
             Format::Galvatron => galvatron::limits(inst, rp),
             Format::Pipedream => pipedream::limits(inst, rp),
@@ -120,6 +133,11 @@ impl Format {
 
     /// The nearest plan the runtime runs (its [`Format::limits`] are empty).
     pub fn nearest(self, inst: &Instance, plan: &Plan) -> Plan {
+        if self != Format::Galvatron && plan.stages.iter().any(|s| s.ulysses) {
+            let mut plain = plan.clone();
+            plain.stages.iter_mut().for_each(|s| s.ulysses = false);
+            return self.nearest(inst, &plain);
+        }
         match self {
             Format::Galvatron => galvatron::nearest(inst, plan),
             Format::Pipedream => pipedream::nearest(inst, plan),
@@ -200,6 +218,13 @@ pub fn export(format: Format, inst: &Instance, rp: &RuntimePlan) -> Result<Strin
         })));
     }
     Ok(format.write(inst, rp)?)
+}
+
+/// The plan with its Ulysses stages run as tensor parallelism (what the other runtimes write).
+fn without_ulysses(rp: &RuntimePlan) -> RuntimePlan {
+    let mut rp = rp.clone();
+    rp.plan.stages.iter_mut().for_each(|s| s.ulysses = false);
+    rp
 }
 
 /// The distinct values of a list, `a, b, c`.

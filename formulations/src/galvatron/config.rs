@@ -15,6 +15,7 @@ pub(super) fn settings_from(
     // Every key a config may set: a default with the fields written only when off switched off.
     let every = Settings {
         fine_grained_mode: false,
+        sp_space: "tp+sp".into(),
         ..Settings::default()
     };
     let defaults = serde_json::to_value(every).expect("settings serialize");
@@ -149,7 +150,7 @@ pub(super) fn flatten(config: &Map<String, Value>) -> Result<Map<String, Value>,
 const EMULATED: [(&str, &[&str]); 3] = [
     ("time_profile_mode", &["static", "sequence"]),
     ("memory_profile_mode", &["static", "sequence"]),
-    ("sp_space", &["tp"]),
+    ("sp_space", &["tp", "tp+sp"]),
 ];
 
 /// The engine arguments of a config (either form) whose values pipeplan does not emulate, as

@@ -64,6 +64,9 @@ pub struct MemoryCall {
     pub stage: usize,
     /// Embedding under ZeRO-3 (`embed_sdp`).
     pub embed_sdp: bool,
+    /// Vocabulary layers under Ulysses (`vsp`): their states whole on every GPU of the stage,
+    /// shared by all of them.
+    pub vsp: bool,
     /// Schedule of the memory model.
     pub pipeline: PipelineType,
 }
@@ -109,7 +112,12 @@ pub fn layer_memory(
     let set = &lt.settings;
     let t = &lt.types[ty];
     let (tp, dp, pp) = (s.tp as f64, s.dp as f64, s.pp);
-    let parameter = t.parameter_mb / tp;
+    // Ulysses keeps the whole layer on every GPU of the tp group.
+    let parameter = if s.sp {
+        t.parameter_mb
+    } else {
+        t.parameter_mb / tp
+    };
     let mut model_states = 4.0 * parameter;
     let mut bsz = c.bsz as f64 / dp;
     let chunks0 = optimal_chunk(c.bsz / s.dp as u64, s.tp, c.mbsz, c.min_tp);
@@ -156,9 +164,10 @@ pub fn layer_memory(
         })? * bsz
     };
     let (z2, z3) = zero_ratios(lt, chunks);
+    let sdp = s.sdp_size() as f64;
     match s.fsdp {
-        Some(true) => model_states *= z3(dp),
-        Some(false) if set.zero2() => model_states *= z2(dp),
+        Some(true) => model_states *= z3(sdp),
+        Some(false) if set.zero2() => model_states *= z2(sdp),
         _ => {}
     }
     let total = model_states + activation;
@@ -181,7 +190,12 @@ pub fn layer_memory(
     for vtp in tps {
         let mut st = vec![0.0; pp as usize];
         let olb = c.bsz as f64 * vtp as f64 / tp / dp / chunks as f64;
-        let sd = s.tp * s.dp / vtp;
+        // Under vsp the vocabulary states are whole (profiled at tp 1) and shared by the stage.
+        let (sd, ms_tp) = if c.vsp {
+            (s.tp * s.dp, 1)
+        } else {
+            (s.tp * s.dp / vtp, vtp)
+        };
         let ratio = if c.embed_sdp {
             z3(sd as f64)
         } else if set.zero2() {
@@ -192,8 +206,8 @@ pub fn layer_memory(
         if pp == 1 {
             st[0] += o
                 .pp_off
-                .model_states_at(vtp)
-                .ok_or_else(|| key("pp_off model_states", vtp))?
+                .model_states_at(ms_tp)
+                .ok_or_else(|| key("pp_off model_states", ms_tp))?
                 * ratio
                 + o.pp_off
                     .activation_at(vtp)
@@ -209,8 +223,8 @@ pub fn layer_memory(
             };
             st[0] += o
                 .pp_on_first
-                .model_states_at(vtp)
-                .ok_or_else(|| key("first-stage model_states", vtp))?
+                .model_states_at(ms_tp)
+                .ok_or_else(|| key("first-stage model_states", ms_tp))?
                 * ratio
                 + o.pp_on_first
                     .activation_at(vtp)
@@ -219,8 +233,8 @@ pub fn layer_memory(
             let last = st.len() - 1;
             st[last] += o
                 .pp_on_last
-                .model_states_at(vtp)
-                .ok_or_else(|| key("last-stage model_states", vtp))?
+                .model_states_at(ms_tp)
+                .ok_or_else(|| key("last-stage model_states", ms_tp))?
                 * ratio
                 + o.pp_on_last
                     .activation_at(vtp)
@@ -247,7 +261,11 @@ fn coefficients(lt: &LayerTypes, s: &Strategy) -> Result<(f64, f64), String> {
     let miss = |k: String| format!("hardware profile has no allreduce coefficient \"{k}\"");
     let plain = |n: u32| h.coe_plain(n).ok_or_else(|| miss(format!("{n}_1")));
     let get = |k: String| h.coe(&k).ok_or_else(|| miss(k));
-    if s.tp == 1 || s.dp == 1 {
+    if s.sp {
+        // The gradients of a Ulysses layer are reduced over its whole tp x dp group; its tp
+        // coefficient is never read (the sequence-parallel times replace it).
+        Ok((plain(s.sdp_size())?, 0.0))
+    } else if s.tp == 1 || s.dp == 1 {
         Ok((plain(s.dp)?, plain(s.tp)?))
     } else if s.consec == Some(true) {
         Ok((get(format!("{}_0", s.dp))?, get(format!("{}_1", s.tp))?))
@@ -269,7 +287,11 @@ pub fn layer_time(
     let t = &lt.types[ty];
     let (pp, tp, dp) = (s.pp as f64, s.tp as f64, s.dp as f64);
     let layers = t.layers as f64;
-    let param = t.parameter_mb / tp;
+    let param = if s.sp {
+        t.parameter_mb
+    } else {
+        t.parameter_mb / tp
+    };
     let (dc, tc) = coefficients(lt, s)?;
     let ov = lt.hardware.overlap_coe;
     let dc_overlap = dc * ov;
@@ -311,7 +333,11 @@ pub fn layer_time(
     } else {
         allgather
     };
-    let tp_time = tp_msg * tc;
+    let tp_time = if set.ulysses() {
+        ulysses_tp_time(lt, ty, s, bs)?
+    } else {
+        tp_msg * tc
+    };
     let overlap = |msg: f64, bct: f64| {
         let dp_ov = msg * dc_overlap;
         let bct_ov = bct * ov;
@@ -347,6 +373,34 @@ pub fn layer_time(
     Ok(result * coe / layers)
 }
 
+/// Tensor-parallel communication of a whole layer type under `sp_space tp+sp` (ms), for
+/// Ulysses and plain tp strategies alike: four collectives per layer (six with checkpointing) of
+/// one micro-batch's activation, `bs x seq x hidden` elements, timed by the sp profile (all-to-all
+/// for Ulysses, all-gather otherwise).
+fn ulysses_tp_time(lt: &LayerTypes, ty: usize, s: &Strategy, bs: f64) -> Result<f64, String> {
+    if s.tp == 1 {
+        return Ok(0.0);
+    }
+    let t = &lt.types[ty];
+    let mut count = 4.0 * t.layers as f64;
+    if s.cpt {
+        count *= 1.5;
+    }
+    let bytes = bs * t.seq_len * t.hidden_size * if lt.settings.mixed() { 2.0 } else { 4.0 };
+    let c = lt
+        .hardware
+        .sp_collective(s.tp, s.sp)
+        .ok_or_else(|| sp_missing(s.tp, s.sp))?;
+    Ok(count * c.time_ms(bytes))
+}
+
+fn sp_missing(tp: u32, ulysses: bool) -> String {
+    format!(
+        "hardware profile has no sequence-parallel {} times for {tp} GPUs (sp_time file)",
+        if ulysses { "all2all" } else { "allreduce" }
+    )
+}
+
 /// The embedding/head time of one vocabulary-tp degree, per stage (seconds; 0 for the middle
 /// stages).
 #[derive(Debug, Clone, PartialEq)]
@@ -359,11 +413,12 @@ pub struct OtherTime {
     pub pipeline: Vec<f64>,
 }
 
-/// The engine's `OtherTimeCostModel(...).gen_result()` (vsp 0): per vocabulary-tp degree from
+/// The engine's `OtherTimeCostModel(...).gen_result()`: per vocabulary-tp degree from
 /// `min_tp`, the embedding/head compute of a micro-batch (split between the first and last
 /// stage when pipelined), its tp all-reduce, and its data-parallel gradient reduction (half in
 /// the backward, or half in each pass under `embed_sdp`) overlapped with the compute at the
-/// overlap coefficient.
+/// overlap coefficient. Under `vsp` (Ulysses vocabulary layers) there is no tp communication and
+/// the whole states are reduced over the stage's GPUs.
 pub fn other_time(
     lt: &LayerTypes,
     mbsz: u64,
@@ -371,6 +426,7 @@ pub fn other_time(
     min_tp: u32,
     max_tp: u32,
     embed_sdp: bool,
+    vsp: bool,
 ) -> Result<Vec<OtherTime>, String> {
     let set = &lt.settings;
     let world = set.gpu_num();
@@ -404,41 +460,68 @@ pub fn other_time(
     let mut k = min_tp;
     while k <= max_tp && world / pp >= k {
         let dp = world / pp / k;
-        let tp_coe = if k == 1 || dp == 1 {
-            h.coe_plain(k).ok_or_else(|| miss(format!("{k}_1")))?
+        let per: Vec<f64> = if vsp {
+            vec![0.0; lt.types.len()]
+        } else if set.ulysses() {
+            let c = (k > 1)
+                .then(|| {
+                    h.sp_collective(k, false)
+                        .ok_or_else(|| sp_missing(k, false))
+                })
+                .transpose()?;
+            lt.types
+                .iter()
+                .map(|t| c.map_or(0.0, |c| c.line_ms(mbsz as f64 * t.seq_len * hs * bytes)))
+                .collect()
         } else {
-            h.coe(&format!("{k}_0"))
-                .ok_or_else(|| miss(format!("{k}_0")))?
+            let tp_coe = if k == 1 || dp == 1 {
+                h.coe_plain(k).ok_or_else(|| miss(format!("{k}_1")))?
+            } else {
+                h.coe(&format!("{k}_0"))
+                    .ok_or_else(|| miss(format!("{k}_0")))?
+            };
+            lt.types
+                .iter()
+                .map(|t| {
+                    (k as f64 - 1.0) / k as f64
+                        * (mbsz as f64 * t.seq_len * hs / MB)
+                        * bytes
+                        * tp_coe
+                })
+                .collect()
         };
-        let per: Vec<f64> = lt
-            .types
-            .iter()
-            .map(|t| {
-                (k as f64 - 1.0) / k as f64 * (mbsz as f64 * t.seq_len * hs / MB) * bytes * tp_coe
-            })
-            .collect();
-        let mut dp_coe = if k == 1 || dp == 1 {
-            h.coe_plain(dp).ok_or_else(|| miss(format!("{dp}_1")))?
+        // The gradient group: the tp-k replicas, or every GPU of the stage under vsp.
+        let group = if vsp { world / pp } else { dp };
+        let mut dp_coe = if vsp || k == 1 || dp == 1 {
+            h.coe_plain(group)
+                .ok_or_else(|| miss(format!("{group}_1")))?
         } else {
             h.coe(&format!("{dp}_0"))
                 .ok_or_else(|| miss(format!("{dp}_0")))?
         };
-        dp_coe *= (dp as f64 - 1.0) / dp as f64;
+        dp_coe *= (group as f64 - 1.0) / group as f64;
         let key =
             |w: &str| format!("other memory profile has no {w} model_states for vocab tp {k}");
         let fct = mbsz as f64 / min_tp as f64 * o.forward_ms_per_sample;
         // (gradient bytes / 4, compute, tp time) of the first and last stage.
+        // Under vsp the states are whole: profiled at tp 1.
+        let ms_tp = if vsp { 1 } else { k };
         let ends: Vec<(f64, f64, f64)> = if pp == 1 {
-            let size = o.pp_off.model_states_at(k).ok_or_else(|| key("pp_off"))? / 4.0;
+            let size = o
+                .pp_off
+                .model_states_at(ms_tp)
+                .ok_or_else(|| key("pp_off"))?
+                / 4.0;
             let tp_time = per.iter().sum::<f64>() + per[per.len() - 1];
             vec![(size, fct, tp_time)]
         } else {
-            let first = o
-                .pp_on_first
-                .model_states_at(k)
-                .ok_or_else(|| key("first-stage"))?
+            // The engine sizes both ends' gradients by one end's model states: the first
+            // stage's, the last stage's under vsp.
+            let end = if vsp { &o.pp_on_last } else { &o.pp_on_first };
+            let first = end
+                .model_states_at(ms_tp)
+                .ok_or_else(|| key(if vsp { "last-stage" } else { "first-stage" }))?
                 / 4.0;
-            // The engine sizes both ends' gradients by the first stage's model states.
             vec![
                 (first, fct / 2.0, per[0]),
                 (first, fct / 2.0, per[per.len() - 1]),
@@ -649,6 +732,10 @@ pub fn transition(
     };
     cost = cost * coe * 1e-7;
     if q.transition_biases && a != b {
+        // Into a Ulysses layer from its tp twin.
+        if a.matches_except_sp(b, false, false) && b.sp {
+            cost = 1e-10;
+        }
         if a.matches_except(b, true, false) && b.sdp() {
             cost = 1e-9;
         }

@@ -119,6 +119,8 @@ pub fn derive(inst: &Instance) -> LayerTypes {
             allreduce_ms_per_mb: allreduce,
             p2p_ms_per_mb: p2p,
             overlap_coe: 1.3,
+            sp_allreduce: BTreeMap::new(),
+            sp_all2all: BTreeMap::new(),
         },
         settings,
     }

@@ -20,7 +20,7 @@
 
 pub use super::config::not_emulated;
 use super::config::{flatten, resolve, settings_from};
-use super::profile::{Hardware, LayerType, LayerTypes, Other, OtherMemory, EXTENSION};
+use super::profile::{Collective, Hardware, LayerType, LayerTypes, Other, OtherMemory, EXTENSION};
 use super::profile_modes::{fitted_time, mode, seq_range};
 use crate::error::InputError;
 use crate::instance::{Bandwidth, Cluster, Instance, Layer, Model, Precision, Training, FORMAT};
@@ -407,6 +407,17 @@ pub fn import(doc: &Value, root: &Path) -> Result<Instance, InputError> {
         .get("overlap_coe")
         .ok_or_else(|| field("overlap_coe", "missing").in_file(&ov_path))
         .and_then(|v| num(v, &ov_path, "overlap_coe"))?;
+    let (sp_allreduce, sp_all2all) = if settings.ulysses() {
+        let path = resolve(
+            root,
+            config,
+            "sp_time_path",
+            &format!("sp_time_{nodes}.json"),
+        )?;
+        sp_times(&read_ordered(&path)?, &path)?
+    } else {
+        Default::default()
+    };
     let lt = LayerTypes {
         types,
         other,
@@ -414,12 +425,70 @@ pub fn import(doc: &Value, root: &Path) -> Result<Instance, InputError> {
             allreduce_ms_per_mb: allreduce,
             p2p_ms_per_mb: p2p,
             overlap_coe: overlap,
+            sp_allreduce,
+            sp_all2all,
         },
         settings,
     };
     let total: usize = lt.counts().iter().sum();
     lt.check(total)?;
     instance(&lt, &model_name, &ignored, &notes)
+}
+
+/// The collective times of an `sp_time_*.json` file (`allreduce_size_<n>_<m>MB_time`,
+/// `all2all_size_<n>_<m>MB_time`, ms) by group size, each with its fitted line, as the engine's
+/// `remap_config` reads them: all-reduce times halved (to the all-gather / reduce-scatter the
+/// sequence-parallel layers run), at least 8 sizes per group.
+type Collectives = BTreeMap<String, Collective>;
+fn sp_times(
+    file: &[(String, Value)],
+    path: &Path,
+) -> Result<(Collectives, Collectives), InputError> {
+    let mut out = [BTreeMap::new(), BTreeMap::new()];
+    for (k, v) in file {
+        let (which, rest) = if let Some(r) = k.strip_prefix("allreduce_size_") {
+            (0, r)
+        } else if let Some(r) = k.strip_prefix("all2all_size_") {
+            (1, r)
+        } else {
+            continue;
+        };
+        let parsed = rest.strip_suffix("MB_time").and_then(|r| {
+            let (n, mb) = r.split_once('_')?;
+            Some((n.parse::<u32>().ok()?, mb.parse::<u64>().ok()?))
+        });
+        let Some((n, mb)) = parsed else {
+            return Err(field(k, "expected <op>_size_<GPUs>_<MB>MB_time").in_file(path));
+        };
+        let mut t = num(v, path, k)?;
+        if which == 0 {
+            t /= 2.0;
+        }
+        out[which]
+            .entry(n.to_string())
+            .or_insert_with(Vec::new)
+            .push((mb, t));
+    }
+    let [ar, a2a] = out.map(|m: BTreeMap<String, Vec<(u64, f64)>>| {
+        m.into_iter()
+            .map(|(n, pts)| {
+                if pts.len() < 8 {
+                    return Err(field(
+                        format!("{n} GPUs"),
+                        format!(
+                            "{} message sizes measured; the engine needs at least 8",
+                            pts.len()
+                        ),
+                    )
+                    .in_file(path));
+                }
+                Collective::fit(pts).map(|c| (n.clone(), c)).ok_or_else(|| {
+                    field(format!("{n} GPUs"), "fewer than two distinct sizes").in_file(path)
+                })
+            })
+            .collect::<Result<Collectives, InputError>>()
+    });
+    Ok((ar?, a2a?))
 }
 
 /// The pipeplan instance of an extension: one chain layer per profiled layer, per sample.

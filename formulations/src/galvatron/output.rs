@@ -62,6 +62,9 @@ pub struct Extras {
     pub vtp: u32,
     /// Embedding and head under sharded data parallelism (ZeRO-3).
     pub embed_sdp: bool,
+    /// Embedding and head under Ulysses sequence parallelism (`vsp`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub vsp: bool,
     /// Samples per iteration (micro-batches may be uneven: the plan's micro-batch is the
     /// largest, `global_bsz` divided by the micro-batch count rounded up).
     pub global_bsz: u64,

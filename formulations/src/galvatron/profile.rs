@@ -90,6 +90,54 @@ pub struct Hardware {
     pub p2p_ms_per_mb: BTreeMap<String, f64>,
     /// Slow-down of computation and communication when they overlap.
     pub overlap_coe: f64,
+    /// Measured all-gather / reduce-scatter times by tp degree (`sp_time_*.json`'s
+    /// `allreduce_*` halved, as the engine reads them); read only under `sp_space tp+sp`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub sp_allreduce: BTreeMap<String, Collective>,
+    /// Measured all-to-all times by tp degree (`sp_time_*.json`'s `all2all_*`); read only
+    /// under `sp_space tp+sp`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub sp_all2all: BTreeMap<String, Collective>,
+}
+
+/// Times of one collective in one group, measured at message sizes of whole MB, and the line
+/// the engine fits through them (`remap_config`: `curve_fit` of ms on MB).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Collective {
+    /// `(size in MB, time in ms)`, in the file's order.
+    pub measured: Vec<(u64, f64)>,
+    /// Least-squares slope, ms per MB.
+    pub slope: f64,
+    /// Least-squares intercept, ms.
+    pub intercept: f64,
+}
+
+impl Collective {
+    /// Fits the line through the measurements; `None` with fewer than two distinct sizes.
+    pub fn fit(measured: Vec<(u64, f64)>) -> Option<Collective> {
+        let x: Vec<f64> = measured.iter().map(|m| m.0 as f64).collect();
+        let y: Vec<f64> = measured.iter().map(|m| m.1).collect();
+        let c = super::fit::polyfit(&x, &y, 1)?;
+        Some(Collective {
+            measured,
+            slope: c[0],
+            intercept: c[1],
+        })
+    }
+    /// The engine's time of a message of `bytes` (ms) in the layers' cost model: the measured
+    /// time when the size is one it measured exactly, else [`Collective::line_ms`].
+    pub fn time_ms(&self, bytes: f64) -> f64 {
+        self.measured
+            .iter()
+            .find(|(mb, _)| (*mb * 1024 * 1024) as f64 == bytes)
+            .map_or_else(|| self.line_ms(bytes), |m| m.1)
+    }
+    /// The fitted line at `bytes` in MB (ms): what the engine's embedding/head model always
+    /// reads (its exact-size lookup looks in the wrong dictionary and never hits).
+    pub fn line_ms(&self, bytes: f64) -> f64 {
+        self.slope * (1.0 / 1024.0 / 1024.0 * bytes) + self.intercept
+    }
 }
 
 impl LayerType {
@@ -123,6 +171,16 @@ impl Hardware {
             return Some(self.allreduce_ms_per_mb.get("1").copied().unwrap_or(0.0));
         }
         self.allreduce_ms_per_mb.get(key).copied()
+    }
+    /// The measured collective of a tp group under `sp_space tp+sp`: all-to-all for a Ulysses
+    /// strategy, all-gather otherwise.
+    pub fn sp_collective(&self, tp: u32, ulysses: bool) -> Option<&Collective> {
+        let map = if ulysses {
+            &self.sp_all2all
+        } else {
+            &self.sp_allreduce
+        };
+        map.get(&tp.to_string())
     }
     /// `comm_coe_dict['%d'] if present else comm_coe_dict['%d_1']`.
     pub fn coe_plain(&self, n: u32) -> Option<f64> {

@@ -79,6 +79,11 @@ pub struct Settings {
     /// a file only when off.
     #[serde(skip_serializing_if = "is_true")]
     pub fine_grained_mode: bool,
+    /// `tp` (the engine's default): tensor parallelism only, Megatron's sequence parallelism
+    /// riding on it; `tp+sp`: every tp > 1 strategy also in a Ulysses variant, the vocabulary
+    /// layers too (`docs/galvatron.md`, "Ulysses"). Written to a file only when not `tp`.
+    #[serde(skip_serializing_if = "is_tp")]
+    pub sp_space: String,
     /// Memory of every DP state in MB (the engine: 1). Coarser units make derived instances fast;
     /// memory is always rounded up, so a coarser unit never under-estimates.
     pub memory_unit_mb: f64,
@@ -116,6 +121,7 @@ impl Default for Settings {
             costmodel_coe: 1.0,
             async_grad_reduce: true,
             fine_grained_mode: true,
+            sp_space: "tp".into(),
             memory_unit_mb: 1.0,
             quirks: Quirks::default(),
         }
@@ -126,6 +132,10 @@ fn is_true(b: &bool) -> bool {
     *b
 }
 
+fn is_tp(s: &str) -> bool {
+    s == "tp"
+}
+
 impl Settings {
     /// Total GPUs.
     pub fn gpu_num(&self) -> u32 {
@@ -134,6 +144,10 @@ impl Settings {
     /// Whether communication volumes are halved (anything but fp32).
     pub fn mixed(&self) -> bool {
         self.mixed_precision != "fp32"
+    }
+    /// Whether Ulysses strategies are searched (`sp_space tp+sp`).
+    pub fn ulysses(&self) -> bool {
+        self.sp_space == "tp+sp"
     }
     /// ZeRO-2 for plain data parallelism.
     pub fn zero2(&self) -> bool {
@@ -186,6 +200,17 @@ impl Settings {
                 "expected full, dp+tp, dp+pp, 3d, dp, sdp, tp or pp",
             );
         }
+        match self.sp_space.as_str() {
+            "tp" | "tp+sp" => {}
+            // The engine asserts on it: "Only sp mode unsupport now."
+            "sp" => {
+                return bad(
+                    "sp_space",
+                    "sp alone is not supported (the engine refuses it); use tp or tp+sp",
+                )
+            }
+            _ => return bad("sp_space", "expected tp or tp+sp"),
+        }
         if self.disable_dp && self.disable_sdp {
             return bad(
                 "disable_sdp",
@@ -222,7 +247,7 @@ pub struct Quirks {
     /// pipeline cost.
     pub bubble_bound: bool,
     /// The tie-break biases (1e-10 .. 3e-9) that replace the transition cost between strategies
-    /// differing only in fsdp / checkpointing.
+    /// differing only in fsdp / checkpointing, or from a tp strategy to its Ulysses twin.
     pub transition_biases: bool,
     /// The extra transition case "world 8, tp 4 -> tp 2 with a different consecutive flag".
     pub transition_case3: bool,

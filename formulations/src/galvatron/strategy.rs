@@ -1,10 +1,11 @@
 //! The strategy space: the engine's decision tree over pp, tp, dp, sdp (fsdp), the consecutive-tp
-//! flag and activation checkpointing (`generate_strategies` / `generate_dp_tp_pp_sdp`).
+//! flag, activation checkpointing and, under `sp_space tp+sp`, Ulysses sequence parallelism
+//! (`generate_strategies` / `generate_dp_tp_pp_sdp`).
 
 use super::settings::Settings;
 use std::fmt;
 
-/// One per-layer strategy `[pp, tp, dp, {tp: consec, fsdp, cpt}]` (pp is the model's).
+/// One per-layer strategy `[pp, tp, dp, {tp: consec, fsdp, cpt, sp}]` (pp is the model's).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Strategy {
     /// Pipeline degree.
@@ -19,6 +20,10 @@ pub struct Strategy {
     pub fsdp: Option<bool>,
     /// Activation checkpointing.
     pub cpt: bool,
+    /// Ulysses sequence parallelism (the engine's `'sp': 1`, only under `sp_space tp+sp` and
+    /// tp > 1): the tp group splits each sample's sequence instead of the layer's weights, so
+    /// every GPU holds the whole layer and the replicas of the `tp x dp` GPUs share gradients.
+    pub sp: bool,
 }
 
 impl Strategy {
@@ -27,12 +32,25 @@ impl Strategy {
         self.fsdp == Some(true)
     }
     /// The engine's `match_strategy(a, b, except_keys)`: same degrees and same dict entries
-    /// apart from the excepted keys (`"fsdp"`, `"cpt"`).
+    /// apart from the excepted keys (`"fsdp"`, `"cpt"`; `sp` always compared).
     pub fn matches_except(&self, o: &Strategy, fsdp: bool, cpt: bool) -> bool {
+        self.sp == o.sp && self.matches_except_sp(o, fsdp, cpt)
+    }
+    /// [`Strategy::matches_except`] with `"sp"` excepted too.
+    pub fn matches_except_sp(&self, o: &Strategy, fsdp: bool, cpt: bool) -> bool {
         (self.pp, self.tp, self.dp) == (o.pp, o.tp, o.dp)
             && self.consec == o.consec
             && (fsdp || self.fsdp == o.fsdp)
             && (cpt || self.cpt == o.cpt)
+    }
+    /// The group its data-parallel state is shared over: `tp x dp` under Ulysses, else `dp`
+    /// (the engine's `sdp_size`).
+    pub fn sdp_size(&self) -> u32 {
+        if self.sp {
+            self.tp * self.dp
+        } else {
+            self.dp
+        }
     }
 }
 
@@ -48,6 +66,9 @@ impl fmt::Display for Strategy {
         if self.cpt {
             f.write_str("-c")?;
         }
+        if self.sp {
+            f.write_str("-sp")?;
+        }
         Ok(())
     }
 }
@@ -61,6 +82,7 @@ fn push_degrees(out: &mut Vec<Strategy>, pp: u32, tp: u32, gpus: u32, sdp: bool)
         consec: None,
         fsdp: None,
         cpt: false,
+        sp: false,
     };
     if tp == 1 || tp == gpus / pp {
         if dp == 1 {
@@ -140,6 +162,7 @@ pub fn generate(s: &Settings) -> Vec<Strategy> {
                     consec: Some(true),
                     fsdp: Some(false),
                     cpt: false,
+                    sp: false,
                 },
                 "dp" => Strategy {
                     pp: 1,
@@ -148,6 +171,7 @@ pub fn generate(s: &Settings) -> Vec<Strategy> {
                     consec: None,
                     fsdp: Some(false),
                     cpt: false,
+                    sp: false,
                 },
                 "sdp" => Strategy {
                     pp: 1,
@@ -156,6 +180,7 @@ pub fn generate(s: &Settings) -> Vec<Strategy> {
                     consec: None,
                     fsdp: Some(true),
                     cpt: false,
+                    sp: false,
                 },
                 "tp" => {
                     let dp = gpus / s.max_tp_deg;
@@ -166,6 +191,7 @@ pub fn generate(s: &Settings) -> Vec<Strategy> {
                         consec: (dp > 1).then_some(true),
                         fsdp: Some(false),
                         cpt: false,
+                        sp: false,
                     }
                 }
                 _ => Strategy {
@@ -175,10 +201,11 @@ pub fn generate(s: &Settings) -> Vec<Strategy> {
                     consec: None,
                     fsdp: Some(false),
                     cpt: false,
+                    sp: false,
                 },
             };
             // The presets skip the disable_* filters (as the engine does).
-            return vec![st];
+            return with_sp(s, vec![st]);
         }
     }
     let mut kept: Vec<Strategy> = out
@@ -200,5 +227,21 @@ pub fn generate(s: &Settings) -> Vec<Strategy> {
             .collect();
         kept.extend(cpt);
     }
-    kept
+    with_sp(s, kept)
+}
+
+/// Under `sp_space tp+sp`, every strategy with tp > 1 followed by its Ulysses twin (the engine
+/// inserts the twin right after it).
+fn with_sp(s: &Settings, strategies: Vec<Strategy>) -> Vec<Strategy> {
+    if !s.ulysses() {
+        return strategies;
+    }
+    let mut out = Vec::with_capacity(strategies.len() * 2);
+    for st in strategies {
+        out.push(st);
+        if st.tp > 1 {
+            out.push(Strategy { sp: true, ..st });
+        }
+    }
+    out
 }

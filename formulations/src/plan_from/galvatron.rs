@@ -73,13 +73,18 @@ pub fn read(text: &str, inst: &Instance) -> Result<RuntimePlan, InputError> {
     let consec = flags(&cfg.tp_consecutive_flags, "tp_consecutive_flags", n)?;
     let sdp = flags(&cfg.dp_types_enc, "dp_types_enc", n)?;
     let ckpt = flags(&cfg.checkpoint, "checkpoint", n)?;
-    if let Some(sp) = &cfg.use_sp {
-        if let Some(l) = flags(sp, "use_sp", n)?.iter().position(|&x| x) {
-            return Err(bad(
-                "use_sp",
-                format!("layer {l} uses sequence parallelism, which pipeplan's plans and evaluator do not model"),
-            ));
-        }
+    let sp = match &cfg.use_sp {
+        Some(sp) => flags(sp, "use_sp", n)?,
+        None => vec![false; n],
+    };
+    if let Some(l) = (0..n).find(|&l| sp[l] && tp[l] < 2) {
+        return Err(bad(
+            "use_sp",
+            format!(
+                "layer {l} uses Ulysses sequence parallelism at tp {}: it needs tp of at least 2",
+                tp[l]
+            ),
+        ));
     }
     if let Some(cp) = &cfg.cp_sizes_enc {
         if let Some(l) = per_layer(cp, "cp_sizes_enc", n)?
@@ -92,7 +97,13 @@ pub fn read(text: &str, inst: &Instance) -> Result<RuntimePlan, InputError> {
             ));
         }
     }
-    for (field, v, one) in [("vsp", cfg.vsp, 0), ("vcp", cfg.vcp, 1)] {
+    if cfg.vsp.is_some_and(|v| v > 1) {
+        return Err(bad(
+            "vsp",
+            format!("{}: expected 0 or 1", cfg.vsp.unwrap_or(0)),
+        ));
+    }
+    for (field, v, one) in [("vcp", cfg.vcp, 1)] {
         if v.is_some_and(|v| v != one) {
             return Err(bad(
                 field,
@@ -152,7 +163,7 @@ pub fn read(text: &str, inst: &Instance) -> Result<RuntimePlan, InputError> {
         let end = first + len as usize;
         let mut l = first;
         while l < end {
-            let key = |i: usize| (tp[i], consec[i] || tp[i] == 1, sdp[i], ckpt[i]);
+            let key = |i: usize| (tp[i], consec[i] || tp[i] == 1, sdp[i], ckpt[i], sp[i]);
             let mut e = l;
             while e + 1 < end && key(e + 1) == key(l) {
                 e += 1;
@@ -177,6 +188,7 @@ pub fn read(text: &str, inst: &Instance) -> Result<RuntimePlan, InputError> {
                 dp,
                 tp: t,
                 sdp: sdp[l],
+                ulysses: sp[l],
                 checkpoint: if ckpt[l] {
                     (l..=e).collect()
                 } else {
@@ -193,6 +205,7 @@ pub fn read(text: &str, inst: &Instance) -> Result<RuntimePlan, InputError> {
         galvatron: Some(Extras {
             vtp: cfg.vtp.unwrap_or(1),
             embed_sdp,
+            vsp: cfg.vsp == Some(1),
             global_bsz: cfg.global_bsz,
             default_dp_type: cfg.default_dp_type,
         }),

@@ -34,6 +34,7 @@ impl Engine<'_> {
         let mut call = self.memory_call(t, mbsz, 0);
         call.pipeline = PipelineType::Gpipe;
         call.min_tp = 1;
+        call.vsp = false;
         let plain = Strategy {
             pp,
             tp: 1,
@@ -41,6 +42,7 @@ impl Engine<'_> {
             consec: None,
             fsdp: None,
             cpt: false,
+            sp: false,
         };
         let per_type: Vec<f64> = (0..self.lt.types.len())
             .map(|ty| layer_memory(self.lt, ty, &plain, &call).map(|m| m.total))

@@ -28,7 +28,8 @@ pub enum Division {
     },
 }
 
-/// One search task (the engine's `search_for_chunk` arguments).
+/// One search task (the engine's `search_for_chunk` arguments and one of its `sp_search`
+/// rounds).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Task {
     /// Global batch size.
@@ -39,8 +40,24 @@ pub struct Task {
     pub min_tp: u32,
     /// Largest tp degree.
     pub max_tp: u32,
+    /// Vocabulary layers under Ulysses (`vsp`; only under `sp_space tp+sp`).
+    pub vsp: bool,
     /// Embedding under ZeRO-3.
     pub embed_sdp: bool,
+    /// Which strategies the round searches (the engine's `sp_search`): 1 the tp ones, 2 the
+    /// Ulysses ones, 3 both (strategies with tp 1 belong to every round).
+    pub sp_search: u8,
+}
+
+impl Task {
+    /// Whether the round searches strategy `s`.
+    pub fn allows(&self, s: &Strategy) -> bool {
+        match self.sp_search {
+            1 => !s.sp,
+            2 => s.sp || s.tp == 1,
+            _ => true,
+        }
+    }
 }
 
 /// The best plan of one pipeline degree.
@@ -153,6 +170,18 @@ impl<'a> Engine<'a> {
         } else {
             &[false, true]
         };
+        // Ulysses rounds: the vocabulary layers under tp (vsp 0) search the tp strategies, then
+        // all; under Ulysses (vsp 1) the Ulysses ones (with the global buffer only), then all.
+        let vsps: &[bool] = if s.ulysses() {
+            &[false, true]
+        } else {
+            &[false]
+        };
+        let rounds: &[u8] = match (s.ulysses(), s.global_memory_buffer) {
+            (false, _) => &[1],
+            (true, true) => &[1, 2, 3],
+            (true, false) => &[1, 3],
+        };
         let mut out = Vec::new();
         for bsz in s.batch_sizes() {
             let bsz = bsz as u64;
@@ -170,14 +199,23 @@ impl<'a> Engine<'a> {
                         if min_tp > max_tp {
                             continue;
                         }
-                        for &embed_sdp in embeds {
-                            out.push(Task {
-                                bsz,
-                                chunk,
-                                min_tp,
-                                max_tp,
-                                embed_sdp,
-                            });
+                        for &vsp in vsps {
+                            for &embed_sdp in embeds {
+                                for &sp_search in rounds {
+                                    if (sp_search == 1 && vsp) || (sp_search == 2 && !vsp) {
+                                        continue;
+                                    }
+                                    out.push(Task {
+                                        bsz,
+                                        chunk,
+                                        min_tp,
+                                        max_tp,
+                                        vsp,
+                                        embed_sdp,
+                                        sp_search,
+                                    });
+                                }
+                            }
                         }
                     }
                 }
@@ -195,6 +233,7 @@ impl<'a> Engine<'a> {
             .iter()
             .filter(|s| t.min_tp <= s.tp && s.tp <= t.max_tp)
             .filter(|s| group(s.pp) > 0 && t.chunk <= t.bsz / group(s.pp))
+            .filter(|s| t.allows(s))
             .copied()
             .collect();
         let mut pps: Vec<u32> = st.iter().map(|s| s.pp).collect();
@@ -220,6 +259,7 @@ impl<'a> Engine<'a> {
             min_tp: t.min_tp,
             stage,
             embed_sdp: t.embed_sdp,
+            vsp: t.vsp,
             pipeline: self.lt.settings.pipeline_type,
         }
     }
@@ -290,7 +330,7 @@ impl<'a> Engine<'a> {
         let mut answers = Vec::new();
         let mut start = 0;
         for (i, &n) in partition.iter().enumerate() {
-            let key = (pd.pp, i, start, n);
+            let key = (pd.sp_search, pd.pp, i, start, n);
             let table = tables.entry(key).or_insert_with(|| {
                 counters.dp_calls += 1;
                 self.stage_dp(pd, start, n, i).solve(self.budget_units)
@@ -432,7 +472,7 @@ impl<'a> Engine<'a> {
             .iter()
             .map(|&ty| type_intra[ty].clone())
             .collect();
-        let other_time = other_time(lt, mbsz, pp, t.min_tp, t.max_tp, t.embed_sdp)?;
+        let other_time = other_time(lt, mbsz, pp, t.min_tp, t.max_tp, t.embed_sdp, t.vsp)?;
         let unit = lt.settings.memory_unit_mb;
         let per_stage_mem = lt.settings.pipeline_type == PipelineType::PipedreamFlush;
         let stages = if per_stage_mem { pp as usize } else { 1 };
@@ -452,8 +492,13 @@ impl<'a> Engine<'a> {
                     .map(|s| layer_memory(lt, ty, s, &call))
                     .collect::<Result<_, _>>()?;
                 if stage == 0 && ty == 0 {
+                    // The fine-grained search leaves the buffer out of its Ulysses-only round.
                     let buffer = if lt.settings.fine_grained_mode {
-                        cost::global_memory_buffer(lt, mbsz, t.min_tp, t.max_tp)
+                        if t.sp_search == 2 {
+                            0.0
+                        } else {
+                            cost::global_memory_buffer(lt, mbsz, t.min_tp, t.max_tp)
+                        }
                     } else {
                         cost::sequence_buffer(lt, mbsz, t.min_tp, t.max_tp)
                     };
@@ -500,6 +545,7 @@ impl<'a> Engine<'a> {
         let n = set.len();
         Ok(Some(PpData {
             pp,
+            sp_search: t.sp_search,
             bsz: t.bsz,
             min_tp: t.min_tp,
             zero_inter: vec![vec![0.0; n]; n],
@@ -525,6 +571,7 @@ fn keep_faster(best: &mut Option<PpResult>, r: PpResult) {
 /// Per-(task, pp) precomputed costs.
 pub(crate) struct PpData {
     pub(crate) pp: u32,
+    pub(crate) sp_search: u8,
     pub(crate) bsz: u64,
     pub(crate) min_tp: u32,
     pub(crate) set: Vec<Strategy>,
@@ -538,7 +585,8 @@ pub(crate) struct PpData {
     pub(crate) other_time: Vec<OtherTime>,
 }
 
-/// Stage DP tables by (pipeline degree, stage, first layer, layers). The tables do not depend on
-/// `embed_sdp` (it changes only the embedding/head memory, i.e. the budget a table is read at),
-/// so the two tasks that differ only in it share them.
-pub(crate) type Tables = HashMap<(u32, usize, usize, usize), Table>;
+/// Stage DP tables by (strategy round `sp_search`, pipeline degree, stage, first layer, layers).
+/// The tables do not depend on `embed_sdp` or `vsp` (they change only the embedding/head memory,
+/// i.e. the budget a table is read at, and its time), so tasks that differ only in those share
+/// them.
+pub(crate) type Tables = HashMap<(u8, u32, usize, usize, usize), Table>;

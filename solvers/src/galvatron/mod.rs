@@ -191,8 +191,14 @@ impl Algorithm for Galvatron {
         let mut sol = solution(self, inst, plan, claimed, stats);
         sol.galvatron = Some(plan::extras(&lt, &found));
         let b = &found.best;
+        // The vocabulary layers' Ulysses flag is said only when the search offered it.
+        let vsp = if lt.settings.ulysses() {
+            format!(", vocab sp {}", found.task.vsp as u8)
+        } else {
+            String::new()
+        };
         sol.notes.push(format!(
-            "batch {} in {} micro-batches, pp {}, division {:?}, vocab tp {}, min_tp {}, embed_sdp {}",
+            "batch {} in {} micro-batches, pp {}, division {:?}, vocab tp {}{vsp}, min_tp {}, embed_sdp {}",
             found.task.bsz, b.chunks, b.pp, b.partition, b.vtp, found.task.min_tp, found.task.embed_sdp as u8
         ));
         sol.notes.push(format!(

@@ -30,6 +30,7 @@ pub fn to_plan(inst: &Instance, lt: &LayerTypes, f: &Found) -> Plan {
                 dp: s.dp,
                 tp: s.tp,
                 sdp: s.sdp(),
+                ulysses: s.sp,
                 checkpoint: if s.cpt { (l..=e).collect() } else { Vec::new() },
                 gpus: if s.consec == Some(false) {
                     strided(gpus[0], s.dp, s.tp)
@@ -64,6 +65,7 @@ pub fn extras(lt: &LayerTypes, f: &Found) -> Extras {
     Extras {
         vtp: f.best.vtp,
         embed_sdp: f.task.embed_sdp,
+        vsp: f.task.vsp,
         global_bsz: f.task.bsz,
         default_dp_type: lt.settings.default_dp_type.clone(),
     }
@@ -114,6 +116,7 @@ pub fn why_infeasible(engine: &Engine) -> String {
                 min_tp: 1,
                 stage: 0,
                 embed_sdp: !s.disable_sdp,
+                vsp: false,
                 pipeline: s.pipeline_type,
             };
             if let Ok(m) = layer_memory(lt, ty, st, &call) {

@@ -1,7 +1,8 @@
 //! The engine's outer search (`parallelism_optimization` / `DpOnModel.fit`): over batch sizes,
 //! micro-batch counts, the smallest and largest tp degrees, embedding ZeRO-3 and pipeline
 //! degrees, one memory-budget DP per pipeline stage, the vocabulary-tp choice by the pipeline
-//! cost model. Independent (batch, chunk, min_tp, max_tp, embed_sdp) tasks run in parallel with rayon; the winner is
+//! cost model. Independent (batch, chunk, min_tp, max_tp, vsp, embed_sdp, sp_search) tasks run
+//! in parallel with rayon; the winner is
 //! chosen in the engine's iteration order, so results do not depend on the thread count.
 
 pub use super::engine::{Counters, Division, Engine, Found, PpResult, Task};
@@ -98,7 +99,8 @@ impl Engine<'_> {
         deadline: &Deadline,
     ) -> Result<(Option<Found>, Counters), String> {
         let tasks = self.tasks();
-        // Tasks that differ only in embed_sdp are neighbours and share their stage tables.
+        // Tasks that differ only in vsp, embed_sdp and sp_search are neighbours and share their
+        // stage tables.
         let mut groups: Vec<&[Task]> = Vec::new();
         let mut rest = &tasks[..];
         while let Some(first) = rest.first() {
@@ -106,7 +108,9 @@ impl Engine<'_> {
                 .iter()
                 .take_while(|t| {
                     Task {
+                        vsp: first.vsp,
                         embed_sdp: first.embed_sdp,
+                        sp_search: first.sp_search,
                         ..**t
                     } == *first
                 })
