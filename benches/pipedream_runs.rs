@@ -2,10 +2,11 @@
 //! OPTIMIZER_RUNS.md`), against the optimizer's recorded wall time on the same kind of machine
 //! (2 vCPU, whole process, interpreter start-up included).
 //!
-//! Before measuring, a table: per run, our whole-process time (`pipeplan import ... -o - |
-//! pipeplan solve - --algo pipedream` with the run's settings, release binaries, median of 5
-//! after one warm-up), the recorded wall time, their ratio, and whether the claimed pipeline time
-//! equals the printed one. Criterion then times import + solve in-process per run.
+//! Before measuring, a table: per run, our whole-process time (`pipeplan solve --from pipedream
+//! GRAPH --algo pipedream ...` with the run's cluster and settings, one process as the optimizer
+//! is; and `pipeplan import ... -o - | pipeplan solve - ...`; release binaries, median of 21
+//! after three warm-ups), the recorded wall times, their ratio (one process), and whether the claimed
+//! pipeline time equals the printed one. Criterion then times import + solve in-process per run.
 //! Run with `cargo bench --bench pipedream_runs`; without the peers folder it prints SKIPPED.
 
 use criterion::{criterion_group, criterion_main, Criterion};
@@ -45,52 +46,59 @@ fn solve(dir: &Path, recorded: &OptimizerRun) -> f64 {
         / 1e3
 }
 
-/// The command-line equivalent: `pipeplan import ... -o -` piped into `pipeplan solve - ...`.
-fn command_line(dir: &Path, run: &OptimizerRun) -> (Vec<String>, Vec<String>) {
+/// Whole-process time of the run as one command, `pipeplan solve --from pipedream GRAPH ...`
+/// (import and solve in one process, as the optimizer reads its graph and searches), median of
+/// 21 after three warm-ups (a run of a few ms varies by a ms from one start to the next); with
+/// `piped`, of `pipeplan import ... -o - | pipeplan solve - ...` as a
+/// shell runs it.
+fn whole_process(dir: &Path, run: &OptimizerRun, piped: bool) -> Duration {
     let e = run.equivalent(dir).unwrap_or_else(|m| panic!("{m}"));
-    (e.import_args("-"), e.solve_args("-"))
-}
-
-/// Whole-process time of the two commands joined by a pipe, as a shell runs `import | solve`
-/// (median of 5 after a warm-up).
-fn whole_process(dir: &Path, run: &OptimizerRun) -> Duration {
-    let (import, solve) = command_line(dir, run);
     let bin = env!("CARGO_BIN_EXE_pipeplan");
+    let check = |ok: bool, stderr: &[u8]| {
+        assert!(ok, "{}: {}", run.name, String::from_utf8_lossy(stderr));
+    };
     let once = || {
         let start = Instant::now();
-        let mut first = Command::new(bin)
-            .args(&import)
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("runs");
-        let second = Command::new(bin)
-            .args(&solve)
-            .stdin(first.stdout.take().expect("piped"))
-            .stdout(Stdio::null())
-            .output()
-            .expect("runs");
-        let status = first.wait().expect("runs");
-        assert!(
-            status.success() && second.status.success(),
-            "{}: {}",
-            run.name,
-            String::from_utf8_lossy(&second.stderr)
-        );
+        if piped {
+            let mut first = Command::new(bin)
+                .args(e.import_args("-"))
+                .stdout(Stdio::piped())
+                .spawn()
+                .expect("runs");
+            let second = Command::new(bin)
+                .args(e.solve_args("-"))
+                .stdin(first.stdout.take().expect("piped"))
+                .stdout(Stdio::null())
+                .output()
+                .expect("runs");
+            let status = first.wait().expect("runs");
+            check(status.success() && second.status.success(), &second.stderr);
+        } else {
+            let o = Command::new(bin)
+                .args(e.one_process_args())
+                .stdout(Stdio::null())
+                .output()
+                .expect("runs");
+            check(o.status.success(), &o.stderr);
+        }
         start.elapsed()
     };
-    once();
-    let mut times: Vec<Duration> = (0..5).map(|_| once()).collect();
+    for _ in 0..3 {
+        once();
+    }
+    let mut times: Vec<Duration> = (0..21).map(|_| once()).collect();
     times.sort();
-    times[2]
+    times[10]
 }
 
 fn report(dir: &Path, runs: &[OptimizerRun]) {
     eprintln!(
-        "| run | ours, whole process (s) | optimizer, recorded (s) | ratio | same pipeline time |"
+        "| run | ours, one process (s) | import piped into solve (s) | optimizer, median of 5 (s) | ratio | optimizer, this run (s) | ratio | same pipeline time |"
     );
-    eprintln!("|---|---|---|---|---|");
+    eprintln!("|---|---|---|---|---|---|---|---|");
     for r in runs {
-        let ours = whole_process(dir, r).as_secs_f64();
+        let ours = whole_process(dir, r, false).as_secs_f64();
+        let piped = whole_process(dir, r, true).as_secs_f64();
         let stdout =
             std::fs::read_to_string(dir.join("optimizer_runs").join(format!("{}.txt", r.name)))
                 .unwrap_or_default();
@@ -98,11 +106,15 @@ fn report(dir: &Path, runs: &[OptimizerRun]) {
             Some(t) => ((solve(dir, r) - t).abs() <= 1e-9 * t).to_string(),
             None => "no printed time".into(),
         };
-        let (theirs, ratio) = match r.wall_s {
-            Some(w) => (format!("{w:.2}"), format!("{:.0}x", w / ours)),
+        let vs = |w: Option<f64>| match w {
+            Some(w) => (format!("{w:.3}"), format!("{:.1}x", w / ours)),
             None => ("-".into(), "-".into()),
         };
-        eprintln!("| {} | {ours:.4} | {theirs} | {ratio} | {same} |", r.name);
+        let ((median, by_median), (this, by_this)) = (vs(r.wall_median_s), vs(r.wall_s));
+        eprintln!(
+            "| {} | {ours:.4} | {piped:.4} | {median} | {by_median} | {this} | {by_this} | {same} |",
+            r.name
+        );
     }
 }
 

@@ -156,7 +156,8 @@ pub struct SolveFlags {
 /// `pipeplan solve`.
 #[derive(Debug, Args)]
 pub struct SolveArgs {
-    /// Instance file (JSON, format pipeplan/instance@1); `-` reads standard input.
+    /// Instance file (JSON, format pipeplan/instance@1); `-` reads standard input. With
+    /// `--from`, a profile file instead, imported first.
     pub instance: PathBuf,
     /// Algorithm name (see `pipeplan algorithms`).
     #[arg(long, short, visible_alias = "algos")]
@@ -170,6 +171,13 @@ pub struct SolveArgs {
     pub out: OutputArgs,
     #[command(flatten)]
     pub calibration: CalibrationArgs,
+    /// Read INSTANCE as a profile of this format and import it in the same process, as
+    /// `pipeplan import --from FORMAT INSTANCE [options below]` would (one start-up instead of
+    /// two for `import | solve`).
+    #[arg(long, value_enum, value_name = "FORMAT")]
+    pub from: Option<SourceArg>,
+    #[command(flatten, next_help_heading = "Import options (with --from)")]
+    pub profile: ProfileArgs,
 }
 
 /// `pipeplan compare`.
@@ -421,6 +429,16 @@ pub struct ImportArgs {
     /// The profile file given as an option (the engine's word for a Galvatron search config).
     #[arg(long, conflicts_with = "file", value_name = "FILE")]
     pub config: Option<PathBuf>,
+    #[command(flatten)]
+    pub profile: ProfileArgs,
+    /// Write the instance here instead of standard output (`-`: standard output).
+    #[arg(long, short)]
+    pub output: Option<PathBuf>,
+}
+
+/// How a profile becomes an instance: `import`'s options, also taken by `solve --from`.
+#[derive(Debug, Clone, Args)]
+pub struct ProfileArgs {
     /// Galvatron: the folder the config's paths are relative to (default: the config's folder);
     /// Sailor: the checkout's `sailor/` folder (default: the one above the config).
     #[arg(long)]
@@ -456,9 +474,36 @@ pub struct ImportArgs {
     /// Extra weight-sized optimizer copies (SGD 0, momentum 1, Adam 2).
     #[arg(long)]
     pub optimizer_state_factor: Option<f64>,
-    /// Write the instance here instead of standard output (`-`: standard output).
-    #[arg(long, short)]
-    pub output: Option<PathBuf>,
+}
+
+impl ProfileArgs {
+    /// The first option given on the command line, as it is spelt there (`None`: none).
+    pub fn first_given(&self) -> Option<&'static str> {
+        let c = &self.cluster;
+        [
+            ("--data-root", self.data_root.is_some()),
+            ("--gpu-type", self.gpu_type.is_some()),
+            ("--nodes", self.nodes.is_some()),
+            ("--gpus", c.gpus.is_some()),
+            ("--memory", c.memory.is_some()),
+            ("--bandwidth", c.bandwidth.is_some()),
+            ("--gpus-per-node", c.gpus_per_node.is_some()),
+            ("--inter-node-bandwidth", c.inter_node_bandwidth.is_some()),
+            ("--pcie", c.pcie.is_some()),
+            ("--cluster-from-profile", self.cluster_from_profile),
+            ("--name", self.name.is_some()),
+            ("--batch", self.batch.is_some()),
+            ("--time-unit-ms", self.time_unit_ms.is_some()),
+            ("--schedule", self.schedule.is_some()),
+            ("--micro-batches", self.micro_batches.is_some()),
+            (
+                "--optimizer-state-factor",
+                self.optimizer_state_factor.is_some(),
+            ),
+        ]
+        .into_iter()
+        .find_map(|(name, given)| given.then_some(name))
+    }
 }
 
 /// Precision on the command line.

@@ -251,6 +251,60 @@ fn solve_json_round_trips_through_evaluate() {
 }
 
 #[test]
+fn solve_from_a_profile_imports_in_the_same_process() {
+    let dir = tempfile::tempdir().unwrap();
+    let graph = root().join("formulations/tests/fixtures/import/pipedream/skip.txt");
+    let cluster = ["--gpus", "2", "--memory", "16GiB", "--bandwidth", "12GB/s"];
+    let inst = dir.path().join("imported.json");
+    let mut import = vec!["import", "--from", "pipedream", p(&graph), "-o", p(&inst)];
+    import.extend(cluster);
+    assert_eq!(pipeplan(&import).status.code(), Some(0));
+    let two = pipeplan(&["solve", p(&inst), "--algo", "pipedream", "--json"]);
+    assert_eq!(two.status.code(), Some(0), "{}", stderr(&two));
+    let mut one = vec![
+        "solve",
+        p(&graph),
+        "--from",
+        "pipedream",
+        "--algo",
+        "pipedream",
+    ];
+    one.extend(cluster);
+    one.push("--json");
+    let one = pipeplan(&one);
+    assert_eq!(one.status.code(), Some(0), "{}", stderr(&one));
+    let json = |o: &std::process::Output| -> serde_json::Value {
+        serde_json::from_slice(&o.stdout).unwrap()
+    };
+    let (a, b) = (json(&one), json(&two));
+    assert_eq!(a["plan"], b["plan"]);
+    assert_eq!(a["claimed"], b["claimed"]);
+    assert_eq!(a["evaluated"], b["evaluated"]);
+    // The import's errors and its options without --from are one clear message each.
+    let out = pipeplan(&[
+        "solve",
+        p(&graph),
+        "--from",
+        "pipedream",
+        "--algo",
+        "pipedream",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("--gpus: required"),
+        "{}",
+        stderr(&out)
+    );
+    let out = pipeplan(&["solve", p(&inst), "--algo", "pipedream", "--gpus", "4"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("--gpus is an import option: give --from FORMAT"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
 fn import_and_generate_write_valid_instances() {
     let dir = tempfile::tempdir().unwrap();
     let graph = root().join("formulations/tests/fixtures/import/pipedream/skip.txt");

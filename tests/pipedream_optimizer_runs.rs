@@ -83,6 +83,26 @@ fn recorded_optimizer_runs_reproduce() {
         let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
         let sol = if v.is_array() { v[0].clone() } else { v };
         let ms = sol["claimed"]["objective"]["value"].as_f64().unwrap();
+        // The same run in one process (`solve --from pipedream GRAPH ...`): the same answer.
+        let mut one = run
+            .equivalent(&dir)
+            .unwrap_or_else(|m| panic!("{m}"))
+            .one_process_args();
+        one.push("--json".into());
+        let o = pipeplan(&one);
+        assert!(
+            o.status.success(),
+            "{} (solve --from): {}",
+            run.name,
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let v1: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert_eq!(
+            v1["claimed"]["objective"]["value"].as_f64(),
+            Some(ms),
+            "{}: solve --from differs from import | solve",
+            run.name
+        );
         let got = ms / 1e3;
         let rel = (got - expected).abs() / expected;
         let stages: Vec<(usize, usize, usize)> = sol["plan"]["stages"]

@@ -64,6 +64,37 @@ fn accuracy_judges_every_valid_run_and_names_the_rest() {
 }
 
 #[test]
+fn a_data_set_folder_given_alone_names_its_runs_by_it() {
+    let Some(root) = sailor() else { return };
+    let clariden = root.join("Planner/simulations/validation/clariden");
+    let dir = |d: &str| clariden.join(d).display().to_string();
+    let out = pipeplan(&["accuracy", &dir("OPT-350"), &dir("GPT-NEO/N2"), "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let v: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let sets: Vec<&str> = v["summary"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["dataset"].as_str().unwrap())
+        .collect();
+    assert_eq!(sets, vec!["OPT-350", "GPT-NEO", "all"]);
+    let names: Vec<&str> = v["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        names.contains(&"OPT-350/N2/plan_config_N2_D1.json"),
+        "{names:?}"
+    );
+    assert!(
+        names.contains(&"GPT-NEO/N2/plan_config_N2_D1.json"),
+        "{names:?}"
+    );
+}
+
+#[test]
 fn calibrate_then_accuracy_meets_the_cross_validated_goals() {
     let Some(root) = sailor() else { return };
     let dir = tempfile::tempdir().unwrap();

@@ -3,8 +3,8 @@
 use super::cluster::schedule;
 use super::{write_or_print, Failure, Format};
 use crate::cli::{
-    DeviceArg, GenerateArgs, ImportArgs, OptimizerArg, PrecisionArg, SchemaArgs, SchemaKind,
-    SourceArg, ValidateArgs,
+    DeviceArg, GenerateArgs, ImportArgs, OptimizerArg, PrecisionArg, ProfileArgs, SchemaArgs,
+    SchemaKind, SourceArg, ValidateArgs,
 };
 use crate::report;
 use crate::table::Table;
@@ -84,19 +84,30 @@ pub fn validate(a: ValidateArgs) -> Result<(), Failure> {
 
 /// `pipeplan import`.
 pub fn import(a: ImportArgs) -> Result<(), Failure> {
-    let source = match a.from {
+    let Some(file) = a.file.clone().or(a.config.clone()) else {
+        return Err(Failure::input(
+            "import: give the profile file (or --config FILE)",
+        ));
+    };
+    let inst = import_profile(a.from, &file, &a.profile)?;
+    write_instance(&inst, a.output.as_deref())
+}
+
+/// The instance of a profile file (`import`, `solve --from`); a Galvatron config's arguments
+/// that pipeplan does not emulate are also said on standard error.
+pub fn import_profile(
+    from: SourceArg,
+    file: &std::path::Path,
+    a: &ProfileArgs,
+) -> Result<Instance, Failure> {
+    let source = match from {
         SourceArg::Pipedream => Source::PipeDream,
         SourceArg::Piper => Source::Piper,
         SourceArg::DnnPartitioning => Source::DnnPartitioning,
         SourceArg::Galvatron => Source::Galvatron,
         SourceArg::Sailor => Source::Sailor,
     };
-    let Some(file) = a.file.clone().or(a.config.clone()) else {
-        return Err(Failure::input(
-            "import: give the profile file (or --config FILE)",
-        ));
-    };
-    let mut req = ImportRequest::new(source, &file);
+    let mut req = ImportRequest::new(source, file);
     req.cluster = a.cluster.spec();
     req.cluster_from_profile = a.cluster_from_profile;
     req.name = a.name.clone();
@@ -113,7 +124,7 @@ pub fn import(a: ImportArgs) -> Result<(), Failure> {
     if let Some(note) = unemulated_arguments(&inst) {
         eprintln!("warning: {}: {note}", file.display());
     }
-    write_instance(&inst, a.output.as_deref())
+    Ok(inst)
 }
 
 fn write_instance(inst: &Instance, out: Option<&std::path::Path>) -> Result<(), Failure> {

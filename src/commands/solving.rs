@@ -29,7 +29,25 @@ fn algorithm(name: &str) -> Result<Box<dyn Algorithm>, Failure> {
 
 /// `pipeplan solve`.
 pub fn solve(a: SolveArgs) -> Result<(), Failure> {
-    let inst = super::read_calibrated(&a.instance, &a.calibration)?;
+    let inst = match a.from {
+        Some(from) => {
+            let inst = super::files::import_profile(from, &a.instance, &a.profile)?;
+            match a.calibration.read()? {
+                Some(c) => inst.calibrated(&c),
+                None => inst,
+            }
+        }
+        None => {
+            if let Some(option) = a.profile.first_given() {
+                return Err(Failure::input(format!(
+                    "solve: {option} is an import option: give --from FORMAT to read {} as a \
+                     profile, or set it in the instance",
+                    a.instance.display()
+                )));
+            }
+            super::read_calibrated(&a.instance, &a.calibration)?
+        }
+    };
     let algo = algorithm(&a.algo)?;
     let opts = options(&a.flags);
     let sol = match harness::run(algo.as_ref(), &inst, &opts) {

@@ -16,6 +16,8 @@ pub struct OptimizerRun {
     pub flags: BTreeMap<String, Vec<String>>,
     /// The recorded wall time of "this run" (s), when the table gives it.
     pub wall_s: Option<f64>,
+    /// The recorded median wall time of five runs (s, "wall, median of 5"), when given.
+    pub wall_median_s: Option<f64>,
 }
 
 /// The optimizer's flags that have a pipeplan equivalent.
@@ -59,15 +61,25 @@ pub fn read_runs(md: &str) -> Result<Vec<OptimizerRun>, String> {
                 flags.get_mut(k).expect("entered").push(a.to_string());
             }
         }
-        // "wall, this run" is the first cell after the single-stage time that ends in " s".
-        let wall_s = cells
+        // "wall, this run" is the first cell after the single-stage time that ends in " s";
+        // "wall, median of 5" the next one that starts with a time in s (its range follows).
+        let seconds = |c: &str| -> Option<f64> {
+            let mut words = c.split_whitespace();
+            let v = words.next()?.parse().ok()?;
+            (words.next() == Some("s")).then_some(v)
+        };
+        let this = cells
             .iter()
+            .enumerate()
             .skip(7)
-            .find_map(|c| c.strip_suffix(" s").and_then(|v| v.trim().parse().ok()));
+            .find_map(|(i, c)| Some((i, c.strip_suffix(" s")?.trim().parse::<f64>().ok()?)));
+        let wall_s = this.map(|(_, v)| v);
+        let wall_median_s = this.and_then(|(i, _)| cells.get(i + 1).and_then(|c| seconds(c)));
         runs.push(OptimizerRun {
             name,
             flags,
             wall_s,
+            wall_median_s,
         });
     }
     Ok(runs)
@@ -163,6 +175,24 @@ impl Equivalent {
                 "--inter-node-bandwidth".into(),
                 inter.to_string(),
             ]);
+        }
+        args
+    }
+
+    /// `pipeplan solve --from pipedream GRAPH ...` arguments: the import and the solve of the
+    /// run in one process.
+    pub fn one_process_args(&self) -> Vec<String> {
+        let import = self.import_args("-");
+        let mut args = self.solve_args(&self.graph.display().to_string());
+        args.extend(["--from".into(), "pipedream".into()]);
+        // The import's cluster options, without `import --from pipedream GRAPH` and `-o -`.
+        let mut rest = import[4..].iter();
+        while let Some(a) = rest.next() {
+            if a == "-o" {
+                rest.next();
+            } else {
+                args.push(a.clone());
+            }
         }
         args
     }
@@ -270,7 +300,7 @@ mod tests {
     use super::*;
 
     const MD: &str = "| name | command | states |\n|---|---|---|\n\
-        | r_n4x2 (extra) | `python optimizer_graph_hierarchical.py -f ../profiler/x/graph.txt -n 4 2 -b 10000000000 1000000000 --activation_compression_ratio 1` | 240 | (0,240)x2 | 0.08 | 0.44 | 14.79 s | 14.4 s | 65 MiB |\n";
+        | r_n4x2 (extra) | `python optimizer_graph_hierarchical.py -f ../profiler/x/graph.txt -n 4 2 -b 10000000000 1000000000 --activation_compression_ratio 1` | 240 | (0,240)x2 | 0.08 | 0.44 | 14.79 s | 14.4 s (14.1-15.0) | 65 MiB |\n";
 
     #[test]
     fn a_two_level_command_becomes_nodes() {
@@ -278,6 +308,7 @@ mod tests {
         assert_eq!(runs.len(), 1);
         assert_eq!(runs[0].name, "r_n4x2");
         assert_eq!(runs[0].wall_s, Some(14.79));
+        assert_eq!(runs[0].wall_median_s, Some(14.4));
         let e = runs[0].equivalent(Path::new("/p")).unwrap();
         assert_eq!(e.graph, Path::new("/p/profiler/x/graph.txt"));
         assert_eq!(e.cluster.gpus, 8);

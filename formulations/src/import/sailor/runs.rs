@@ -90,19 +90,7 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), InputError> {
 
 /// Reads and prepares one run found under `base`.
 pub fn prepare(path: &Path, base: &Path, opts: &RunOptions) -> Run {
-    let rel = path.strip_prefix(base).unwrap_or(path);
-    let name = rel.display().to_string();
-    let parent = rel.parent().map(Path::to_path_buf).unwrap_or_default();
-    let is_nodes =
-        |s: &str| s.len() > 1 && s.starts_with('N') && s[1..].bytes().all(|b| b.is_ascii_digit());
-    let dataset_path = match parent.file_name().and_then(|n| n.to_str()) {
-        Some(last) if is_nodes(last) => parent.parent().map(Path::to_path_buf).unwrap_or_default(),
-        _ => parent,
-    };
-    let dataset = match dataset_path.display().to_string() {
-        s if s.is_empty() => ".".to_string(),
-        s => s,
-    };
+    let (name, dataset) = name_and_dataset(path, base);
     let outcome = match outcome(path, &name, &dataset, opts) {
         Ok(o) => o,
         Err(e) => Outcome::Invalid(e.to_string()),
@@ -113,6 +101,39 @@ pub fn prepare(path: &Path, base: &Path, opts: &RunOptions) -> Run {
         path: path.to_path_buf(),
         outcome,
     }
+}
+
+/// A run's name (its path under `base`) and data set (that path's folder without a trailing
+/// `N<nodes>` folder). When `base` is itself a data set's folder (or one of its `N<nodes>`
+/// folders), the folders above it name the run and its data set, so runs of different data sets
+/// given one folder each keep apart (`OPT-350/N1/...`, data set `OPT-350`).
+fn name_and_dataset(path: &Path, base: &Path) -> (String, String) {
+    let is_nodes =
+        |s: &str| s.len() > 1 && s.starts_with('N') && s[1..].bytes().all(|b| b.is_ascii_digit());
+    let split = |path: &Path, base: &Path| {
+        let rel = path.strip_prefix(base).unwrap_or(path).to_path_buf();
+        let parent = rel.parent().map(Path::to_path_buf).unwrap_or_default();
+        let dataset = match parent.file_name().and_then(|n| n.to_str()) {
+            Some(last) if is_nodes(last) => {
+                parent.parent().map(Path::to_path_buf).unwrap_or_default()
+            }
+            _ => parent,
+        };
+        (rel, dataset)
+    };
+    let (mut rel, mut dataset) = split(path, base);
+    if dataset.as_os_str().is_empty() {
+        if let (Ok(path), Ok(mut up)) = (path.canonicalize(), base.canonicalize()) {
+            while dataset.as_os_str().is_empty() && up.pop() && up.parent().is_some() {
+                (rel, dataset) = split(&path, &up);
+            }
+        }
+    }
+    let dataset = match dataset.display().to_string() {
+        s if s.is_empty() => ".".to_string(),
+        s => s,
+    };
+    (rel.display().to_string(), dataset)
 }
 
 fn outcome(
