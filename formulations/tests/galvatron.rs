@@ -95,6 +95,36 @@ fn ulysses_twins_follow_their_tp_strategies() {
 }
 
 #[test]
+fn ulysses_needs_sequence_parallel_times_for_every_tp_group() {
+    use pipeplan_formulations::galvatron::profile::Collective;
+    let (_, lt) = tiny();
+    let mut u = lt.clone();
+    u.settings.sp_space = "tp+sp".into();
+    let layers: usize = u.counts().iter().sum();
+    let e = u.check(layers).unwrap_err().to_string();
+    assert!(e.contains("hardware.sp_allreduce.2"), "{e}");
+    // Eight sizes, 1 to 128 MB, 0.1 ms + 0.01 ms per MB: the line is fitted exactly.
+    let c = Collective::fit(
+        (0..8)
+            .map(|k| (1u64 << k, 0.1 + 0.01 * (1u64 << k) as f64))
+            .collect(),
+    )
+    .unwrap();
+    assert!((c.slope - 0.01).abs() < 1e-12 && (c.intercept - 0.1).abs() < 1e-12);
+    // A measured size is read as measured; any other from the line.
+    assert_eq!(c.time_ms(4.0 * 1024.0 * 1024.0), c.measured[2].1);
+    assert!((c.time_ms(3.0 * 1024.0 * 1024.0) - 0.13).abs() < 1e-12);
+    for tp in ["2", "4"] {
+        u.hardware.sp_allreduce.insert(tp.into(), c.clone());
+    }
+    u.hardware.sp_all2all.insert("2".into(), c.clone());
+    let e = u.check(layers).unwrap_err().to_string();
+    assert!(e.contains("hardware.sp_all2all.4"), "{e}");
+    u.hardware.sp_all2all.insert("4".into(), c);
+    u.check(layers).unwrap();
+}
+
+#[test]
 fn strategy_tree_and_engine_options() {
     let (_, lt) = tiny();
     let mut s = lt.settings.clone();

@@ -313,6 +313,49 @@ impl LayerTypes {
                 "must be a finite number >= 1",
             ));
         }
-        self.settings.check(&format!("{f}.settings"))
+        self.settings.check(&format!("{f}.settings"))?;
+        self.check_sp_times(f)
+    }
+
+    /// Under `sp_space tp+sp`, both collectives timed for every tp group the search can form,
+    /// with finite times and fits (the engine would fail on a missing group mid-search).
+    fn check_sp_times(&self, f: &str) -> Result<(), InputError> {
+        let s = &self.settings;
+        if !s.ulysses() {
+            return Ok(());
+        }
+        let mut tp = 2;
+        while tp <= s.max_tp_deg.min(s.gpu_num()) {
+            for (name, map) in [
+                ("sp_allreduce", &self.hardware.sp_allreduce),
+                ("sp_all2all", &self.hardware.sp_all2all),
+            ] {
+                let at = format!("{f}.hardware.{name}.{tp}");
+                let Some(c) = map.get(&tp.to_string()) else {
+                    return Err(InputError::field(
+                        at,
+                        format!(
+                            "sp_space tp+sp needs the times of groups of {tp} GPUs (the sp_time \
+                             file's `{}_size_{tp}_<MB>MB_time`)",
+                            if name == "sp_allreduce" {
+                                "allreduce"
+                            } else {
+                                "all2all"
+                            }
+                        ),
+                    ));
+                };
+                let bad = c.measured.iter().any(|m| !(m.1.is_finite() && m.1 >= 0.0))
+                    || !(c.slope.is_finite() && c.intercept.is_finite());
+                if bad {
+                    return Err(InputError::field(
+                        at,
+                        "times and their fit must be finite, times >= 0",
+                    ));
+                }
+            }
+            tp *= 2;
+        }
+        Ok(())
     }
 }
