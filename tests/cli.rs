@@ -261,7 +261,7 @@ fn solve_from_a_profile_imports_in_the_same_process() {
     assert_eq!(pipeplan(&import).status.code(), Some(0));
     let two = pipeplan(&["solve", p(&inst), "--algo", "pipedream", "--json"]);
     assert_eq!(two.status.code(), Some(0), "{}", stderr(&two));
-    let mut one = vec![
+    let solve_from = [
         "solve",
         p(&graph),
         "--from",
@@ -269,6 +269,7 @@ fn solve_from_a_profile_imports_in_the_same_process() {
         "--algo",
         "pipedream",
     ];
+    let mut one = solve_from.to_vec();
     one.extend(cluster);
     one.push("--json");
     let one = pipeplan(&one);
@@ -281,14 +282,7 @@ fn solve_from_a_profile_imports_in_the_same_process() {
     assert_eq!(a["claimed"], b["claimed"]);
     assert_eq!(a["evaluated"], b["evaluated"]);
     // The import's errors and its options without --from are one clear message each.
-    let out = pipeplan(&[
-        "solve",
-        p(&graph),
-        "--from",
-        "pipedream",
-        "--algo",
-        "pipedream",
-    ]);
+    let out = pipeplan(&solve_from);
     assert_eq!(out.status.code(), Some(2));
     assert!(
         stderr(&out).contains("--gpus: required"),

@@ -27,13 +27,33 @@ use pipeplan_formulations::peers::pipedream_runs::{
 use std::path::{Path, PathBuf};
 use support::pipeplan;
 
-/// The `import` and `solve --json` arguments equivalent to a recorded command.
-fn equivalent(dir: &Path, run: &OptimizerRun, instance: &Path) -> (Vec<String>, Vec<String>) {
+/// The `import`, `solve --json` and one-process `solve --from pipedream ... --json` arguments
+/// equivalent to a recorded command.
+fn equivalent(
+    dir: &Path,
+    run: &OptimizerRun,
+    instance: &Path,
+) -> (Vec<String>, Vec<String>, Vec<String>) {
     let e = run.equivalent(dir).unwrap_or_else(|m| panic!("{m}"));
     let path = instance.display().to_string();
     let mut solve = e.solve_args(&path);
     solve.push("--json".into());
-    (e.import_args(&path), solve)
+    let mut one = e.one_process_args();
+    one.push("--json".into());
+    (e.import_args(&path), solve, one)
+}
+
+/// Runs `pipeplan` with `args`, which must succeed; its standard output.
+fn succeeds(run: &OptimizerRun, args: &[String]) -> Vec<u8> {
+    let o = pipeplan(args);
+    assert!(
+        o.status.success(),
+        "{} ({}): {}",
+        run.name,
+        args[..2].join(" "),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    o.stdout
 }
 
 #[test]
@@ -65,38 +85,13 @@ fn recorded_optimizer_runs_reproduce() {
         let expected = pipeline_time(&text)
             .unwrap_or_else(|| panic!("{}: no 'Time per stage in pipeline'", stdout.display()));
         let instance = tmp.join(format!("{}.json", run.name));
-        let (import, solve) = equivalent(&dir, run, &instance);
-        let o = pipeplan(&import);
-        assert!(
-            o.status.success(),
-            "{}: {}",
-            run.name,
-            String::from_utf8_lossy(&o.stderr)
-        );
-        let o = pipeplan(&solve);
-        assert!(
-            o.status.success(),
-            "{}: {}",
-            run.name,
-            String::from_utf8_lossy(&o.stderr)
-        );
-        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        let (import, solve, one) = equivalent(&dir, run, &instance);
+        succeeds(run, &import);
+        let v: serde_json::Value = serde_json::from_slice(&succeeds(run, &solve)).unwrap();
         let sol = if v.is_array() { v[0].clone() } else { v };
         let ms = sol["claimed"]["objective"]["value"].as_f64().unwrap();
         // The same run in one process (`solve --from pipedream GRAPH ...`): the same answer.
-        let mut one = run
-            .equivalent(&dir)
-            .unwrap_or_else(|m| panic!("{m}"))
-            .one_process_args();
-        one.push("--json".into());
-        let o = pipeplan(&one);
-        assert!(
-            o.status.success(),
-            "{} (solve --from): {}",
-            run.name,
-            String::from_utf8_lossy(&o.stderr)
-        );
-        let v1: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        let v1: serde_json::Value = serde_json::from_slice(&succeeds(run, &one)).unwrap();
         assert_eq!(
             v1["claimed"]["objective"]["value"].as_f64(),
             Some(ms),

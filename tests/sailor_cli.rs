@@ -11,6 +11,16 @@ fn sailor() -> Option<std::path::PathBuf> {
     peers::subdir("sailor/sailor", "Sailor measured runs")
 }
 
+/// The string `key` of every member of a JSON array.
+fn strings<'a>(array: &'a Value, key: &str) -> Vec<&'a str> {
+    array
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x[key].as_str().unwrap())
+        .collect()
+}
+
 fn gh200_runs(root: &std::path::Path) -> String {
     root.join("Planner/simulations/validation/clariden")
         .display()
@@ -39,13 +49,10 @@ fn accuracy_judges_every_valid_run_and_names_the_rest() {
         let m = r["measured_iteration_ms"].as_f64().unwrap();
         assert!(((p - m) / m - e).abs() < 1e-12);
     }
-    let sets: Vec<&str> = v["summary"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s["dataset"].as_str().unwrap())
-        .collect();
-    assert_eq!(sets, vec!["clariden/GPT-NEO", "clariden/OPT-350", "all"]);
+    assert_eq!(
+        strings(&v["summary"], "dataset"),
+        ["clariden/GPT-NEO", "clariden/OPT-350", "all"]
+    );
     // The table says the same and lists what it left out.
     let out = pipeplan(&["accuracy", &all.display().to_string()]);
     let text = stdout(&out);
@@ -71,19 +78,11 @@ fn a_data_set_folder_given_alone_names_its_runs_by_it() {
     let out = pipeplan(&["accuracy", &dir("OPT-350"), &dir("GPT-NEO/N2"), "--json"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let v: Value = serde_json::from_str(&stdout(&out)).unwrap();
-    let sets: Vec<&str> = v["summary"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s["dataset"].as_str().unwrap())
-        .collect();
-    assert_eq!(sets, vec!["OPT-350", "GPT-NEO", "all"]);
-    let names: Vec<&str> = v["runs"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| r["name"].as_str().unwrap())
-        .collect();
+    assert_eq!(
+        strings(&v["summary"], "dataset"),
+        ["OPT-350", "GPT-NEO", "all"]
+    );
+    let names = strings(&v["runs"], "name");
     assert!(
         names.contains(&"OPT-350/N2/plan_config_N2_D1.json"),
         "{names:?}"

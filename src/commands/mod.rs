@@ -144,6 +144,17 @@ impl CalibrationArgs {
             })
             .transpose()
     }
+
+    /// `inst` under the calibration file's constants, if one is given.
+    pub fn apply(
+        &self,
+        inst: pipeplan_formulations::Instance,
+    ) -> Result<pipeplan_formulations::Instance, InputError> {
+        Ok(match self.read()? {
+            Some(c) => inst.calibrated(&c),
+            None => inst,
+        })
+    }
 }
 
 /// [`read_instance`], under the calibration of `cal` when it names one.
@@ -151,11 +162,7 @@ pub fn read_calibrated(
     path: &Path,
     cal: &CalibrationArgs,
 ) -> Result<pipeplan_formulations::Instance, InputError> {
-    let inst = read_instance(path)?;
-    Ok(match cal.read()? {
-        Some(c) => inst.calibrated(&c),
-        None => inst,
-    })
+    cal.apply(read_instance(path)?)
 }
 
 /// Reads a plan file, or the `plan` of a solution file.

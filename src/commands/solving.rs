@@ -31,11 +31,8 @@ fn algorithm(name: &str) -> Result<Box<dyn Algorithm>, Failure> {
 pub fn solve(a: SolveArgs) -> Result<(), Failure> {
     let inst = match a.from {
         Some(from) => {
-            let inst = super::files::import_profile(from, &a.instance, &a.profile)?;
-            match a.calibration.read()? {
-                Some(c) => inst.calibrated(&c),
-                None => inst,
-            }
+            a.calibration
+                .apply(super::files::import_profile(from, &a.instance, &a.profile)?)?
         }
         None => {
             if let Some(option) = a.profile.first_given() {

@@ -111,7 +111,11 @@ impl Format {
     pub fn limits(self, inst: &Instance, rp: &RuntimePlan) -> Vec<String> {
         if self != Format::Galvatron {
             if let Some(i) = rp.plan.stages.iter().position(|s| s.ulysses) {
-                let mut out = self.limits(inst, &without_ulysses(rp));
+                let plain = RuntimePlan {
+                    plan: without_ulysses(&rp.plan),
+                    ..rp.clone()
+                };
+                let mut out = self.limits(inst, &plain);
                 out.insert(
                     0,
                     format!(
@@ -134,9 +138,7 @@ impl Format {
     /// The nearest plan the runtime runs (its [`Format::limits`] are empty).
     pub fn nearest(self, inst: &Instance, plan: &Plan) -> Plan {
         if self != Format::Galvatron && plan.stages.iter().any(|s| s.ulysses) {
-            let mut plain = plan.clone();
-            plain.stages.iter_mut().for_each(|s| s.ulysses = false);
-            return self.nearest(inst, &plain);
+            return self.nearest(inst, &without_ulysses(plan));
         }
         match self {
             Format::Galvatron => galvatron::nearest(inst, plan),
@@ -221,10 +223,10 @@ pub fn export(format: Format, inst: &Instance, rp: &RuntimePlan) -> Result<Strin
 }
 
 /// The plan with its Ulysses stages run as tensor parallelism (what the other runtimes write).
-fn without_ulysses(rp: &RuntimePlan) -> RuntimePlan {
-    let mut rp = rp.clone();
-    rp.plan.stages.iter_mut().for_each(|s| s.ulysses = false);
-    rp
+fn without_ulysses(plan: &Plan) -> Plan {
+    let mut plan = plan.clone();
+    plan.stages.iter_mut().for_each(|s| s.ulysses = false);
+    plan
 }
 
 /// The distinct values of a list, `a, b, c`.

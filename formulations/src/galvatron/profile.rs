@@ -326,9 +326,9 @@ impl LayerTypes {
         }
         let mut tp = 2;
         while tp <= s.max_tp_deg.min(s.gpu_num()) {
-            for (name, map) in [
-                ("sp_allreduce", &self.hardware.sp_allreduce),
-                ("sp_all2all", &self.hardware.sp_all2all),
+            for (name, op, map) in [
+                ("sp_allreduce", "allreduce", &self.hardware.sp_allreduce),
+                ("sp_all2all", "all2all", &self.hardware.sp_all2all),
             ] {
                 let at = format!("{f}.hardware.{name}.{tp}");
                 let Some(c) = map.get(&tp.to_string()) else {
@@ -336,12 +336,7 @@ impl LayerTypes {
                         at,
                         format!(
                             "sp_space tp+sp needs the times of groups of {tp} GPUs (the sp_time \
-                             file's `{}_size_{tp}_<MB>MB_time`)",
-                            if name == "sp_allreduce" {
-                                "allreduce"
-                            } else {
-                                "all2all"
-                            }
+                             file's `{op}_size_{tp}_<MB>MB_time`)"
                         ),
                     ));
                 };

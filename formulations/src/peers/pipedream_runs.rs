@@ -153,20 +153,24 @@ pub struct Equivalent {
 impl Equivalent {
     /// `pipeplan import` arguments writing the instance to `out` (`-`: standard output).
     pub fn import_args(&self, out: &str) -> Vec<String> {
+        let mut args: Vec<String> = ["import", "--from", "pipedream"].map(String::from).to_vec();
+        args.push(self.graph.display().to_string());
+        args.extend(self.cluster_args());
+        args.extend(["-o".into(), out.into()]);
+        args
+    }
+
+    /// The cluster as import options: `--gpus`, `--memory`, `--bandwidth`, and two levels as
+    /// `--gpus-per-node` and `--inter-node-bandwidth`.
+    fn cluster_args(&self) -> Vec<String> {
         let c = &self.cluster;
         let mut args: Vec<String> = vec![
-            "import".into(),
-            "--from".into(),
-            "pipedream".into(),
-            self.graph.display().to_string(),
             "--gpus".into(),
             c.gpus.to_string(),
             "--memory".into(),
             c.memory.to_string(),
             "--bandwidth".into(),
             c.bandwidth.intra_node.to_string(),
-            "-o".into(),
-            out.into(),
         ];
         if let (Some(per_node), Some(inter)) = (c.gpus_per_node, c.bandwidth.inter_node) {
             args.extend([
@@ -182,18 +186,9 @@ impl Equivalent {
     /// `pipeplan solve --from pipedream GRAPH ...` arguments: the import and the solve of the
     /// run in one process.
     pub fn one_process_args(&self) -> Vec<String> {
-        let import = self.import_args("-");
         let mut args = self.solve_args(&self.graph.display().to_string());
         args.extend(["--from".into(), "pipedream".into()]);
-        // The import's cluster options, without `import --from pipedream GRAPH` and `-o -`.
-        let mut rest = import[4..].iter();
-        while let Some(a) = rest.next() {
-            if a == "-o" {
-                rest.next();
-            } else {
-                args.push(a.clone());
-            }
-        }
+        args.extend(self.cluster_args());
         args
     }
 

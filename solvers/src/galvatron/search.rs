@@ -2,8 +2,8 @@
 //! micro-batch counts, the smallest and largest tp degrees, embedding ZeRO-3 and pipeline
 //! degrees, one memory-budget DP per pipeline stage, the vocabulary-tp choice by the pipeline
 //! cost model. Independent (batch, chunk, min_tp, max_tp, vsp, embed_sdp, sp_search) tasks run
-//! in parallel with rayon; the winner is
-//! chosen in the engine's iteration order, so results do not depend on the thread count.
+//! in parallel with rayon; the winner is chosen in the engine's iteration order, so results do
+//! not depend on the thread count.
 
 pub use super::engine::{Counters, Division, Engine, Found, PpResult, Task};
 
