@@ -435,11 +435,13 @@ pub fn import(doc: &Value, root: &Path) -> Result<Instance, InputError> {
     instance(&lt, &model_name, &ignored, &notes)
 }
 
+/// Collective times by group size (GPUs, as a string key).
+type Collectives = BTreeMap<String, Collective>;
+
 /// The collective times of an `sp_time_*.json` file (`allreduce_size_<n>_<m>MB_time`,
 /// `all2all_size_<n>_<m>MB_time`, ms) by group size, each with its fitted line, as the engine's
 /// `remap_config` reads them: all-reduce times halved (to the all-gather / reduce-scatter the
 /// sequence-parallel layers run), at least 8 sizes per group.
-type Collectives = BTreeMap<String, Collective>;
 fn sp_times(
     file: &[(String, Value)],
     path: &Path,
