@@ -94,6 +94,61 @@ fn ulysses_twins_follow_their_tp_strategies() {
     }
 }
 
+/// The tiny config under `sp_space tp+sp` with the sequence-parallel times `entries` (key, ms):
+/// the import's result.
+fn import_with_sp_times(entries: &[(String, f64)]) -> Result<Instance, String> {
+    let dir = std::env::temp_dir().join(format!("pipeplan-sp-times-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join(format!("sp_time_{}.json", entries.len()));
+    let body: serde_json::Map<String, serde_json::Value> = entries
+        .iter()
+        .map(|(k, v)| (k.clone(), (*v).into()))
+        .collect();
+    std::fs::write(&file, serde_json::Value::Object(body).to_string()).unwrap();
+    let mut doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(fixtures().join("config.json")).unwrap())
+            .unwrap();
+    doc["config"]["sp_space"] = "tp+sp".into();
+    doc["config"]["sp_time_path"] = file.display().to_string().into();
+    import(&doc, &fixtures()).map_err(|e| e.to_string())
+}
+
+#[test]
+fn sequence_parallel_times_import_and_bad_files_are_named() {
+    // Groups of 2 and 4 GPUs, 8 sizes each (1 to 128 MB).
+    let times = |groups: &[u32], sizes: u32| -> Vec<(String, f64)> {
+        let mut out = Vec::new();
+        for &n in groups {
+            for k in 0..sizes {
+                let mb = 1u64 << k;
+                out.push((format!("allreduce_size_{n}_{mb}MB_time"), 0.2 * mb as f64));
+                out.push((format!("all2all_size_{n}_{mb}MB_time"), 0.3 * mb as f64));
+            }
+        }
+        out
+    };
+    let inst = import_with_sp_times(&times(&[2, 4], 8)).unwrap();
+    let lt = LayerTypes::from_instance(&inst).unwrap().unwrap();
+    assert!(lt.settings.ulysses());
+    // All-reduce times halved, as the engine reads them; the lines exact.
+    let ar = &lt.hardware.sp_allreduce["4"];
+    assert!(ar.measured.contains(&(1, 0.1)), "{:?}", ar.measured);
+    close(ar.slope, 0.1);
+    close(lt.hardware.sp_all2all["2"].slope, 0.3);
+    // Fewer than 8 sizes, a key not of the engine's form, a group the search needs missing.
+    let e = import_with_sp_times(&times(&[2, 4], 7)).unwrap_err();
+    assert!(
+        e.contains("needs at least 8") && e.contains("sp_time_"),
+        "{e}"
+    );
+    let mut bad = times(&[2, 4], 8);
+    bad.push(("allreduce_size_x_1MB_time".into(), 1.0));
+    let e = import_with_sp_times(&bad).unwrap_err();
+    assert!(e.contains("allreduce_size_x_1MB_time"), "{e}");
+    let e = import_with_sp_times(&times(&[2], 8)).unwrap_err();
+    assert!(e.contains("sp_allreduce.4"), "{e}");
+}
+
 #[test]
 fn ulysses_needs_sequence_parallel_times_for_every_tp_group() {
     use pipeplan_formulations::galvatron::profile::Collective;
