@@ -46,6 +46,7 @@ fn resnet50() -> Instance {
 
 fn async_plan(stages: &[Stage], period: Option<f64>) -> Plan {
     Plan {
+        order: None,
         stages: stages.to_vec(),
         schedule: Schedule::Async {
             period,

@@ -79,6 +79,13 @@ pub fn instance_line(inst: &Instance) -> String {
 
 /// The stages of a plan with the evaluator's per-stage figures (when given).
 pub fn plan_table(inst: &Instance, plan: &Plan, eval: Option<&Evaluation>) -> String {
+    // A plan in its own layer order names the layers of that order.
+    let ordered = plan.order.is_some();
+    let resolved = pipeplan_formulations::layer_order::resolve(inst, plan);
+    let (inst, plan) = match &resolved {
+        Ok((i, p)) => (i.as_ref(), p.as_ref()),
+        Err(_) => (inst, plan),
+    };
     let mut t = Table::new(
         &[
             "stage",
@@ -145,7 +152,14 @@ pub fn plan_table(inst: &Instance, plan: &Plan, eval: Option<&Evaluation>) -> St
             opt(peak, fmt_bytes),
         ]);
     }
-    t.render()
+    let mut out = t.render();
+    if ordered {
+        out.push_str(
+            "layers are positions in the plan's layer order (plan.order), a topological order of \
+             the instance's layer graph\n",
+        );
+    }
+    out
 }
 
 /// Claimed against evaluated metrics of one solution (or evaluated only).

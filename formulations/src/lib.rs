@@ -31,6 +31,7 @@ pub mod evaluate;
 pub mod export;
 pub mod galvatron;
 pub mod instance;
+pub mod layer_order;
 pub mod one_f_one_b_star;
 #[cfg(feature = "testing")]
 pub mod peers;

@@ -15,6 +15,12 @@ pub struct Plan {
     pub stages: Vec<Stage>,
     /// How the stages are scheduled.
     pub schedule: Schedule,
+    /// The order of the layers in which the stages are ranges, when it is not the chain's: a
+    /// permutation of the layers keeping every edge of the instance's `dag` extension forward.
+    /// Stage bounds and per-layer lists then count positions in this order, and the plan is
+    /// judged on the instance relinearized in it (`layer_order::resolve`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub order: Option<Vec<usize>>,
 }
 
 /// One stage: layers `first..=last` on the GPUs `gpus` with an intra-stage strategy.
@@ -251,7 +257,11 @@ impl Plan {
                 st
             })
             .collect();
-        Plan { stages, schedule }
+        Plan {
+            order: None,
+            stages,
+            schedule,
+        }
     }
 
     /// Parses a plan from JSON. A whole solution (with a `plan` field) is accepted too.
@@ -308,6 +318,9 @@ impl Plan {
     /// Checks the plan against an instance: stages cover the chain in order, device groups match
     /// their degrees and exist, checkpointed layers lie in their stage, the schedule is sound.
     pub fn check(&self, inst: &Instance) -> Result<(), InputError> {
+        if let Some(order) = &self.order {
+            crate::layer_order::check_order(inst, order)?;
+        }
         let l = inst.num_layers();
         if self.stages.is_empty() {
             return Err(InputError::field("plan.stages", "no stage"));

@@ -209,6 +209,9 @@ pub fn validate(inst: &Instance) -> Result<(), InputError> {
     if let (None, Some(cal)) = (&c.first, &inst.calibration) {
         cal.check("calibration")?;
     }
+    if c.first.is_none() {
+        crate::layer_order::Dag::of(inst)?;
+    }
     match c.first {
         Some(e) => Err(e),
         None => Ok(()),

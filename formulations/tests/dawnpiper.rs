@@ -148,6 +148,7 @@ fn memopt_claims_match_the_evaluator() {
             memopt(&m, 4, 7, 1, Allowed::ALL),
         ];
         let plan = Plan {
+            order: None,
             stages: vec![
                 Stage {
                     swap: plans[0].swap.clone(),
@@ -190,6 +191,7 @@ fn memopt_claims_match_the_evaluator() {
 fn swap_and_recompute_lower_memory_and_cost_time() {
     let inst = chain(4, 64.0, "gpipe", None);
     let base = Plan {
+        order: None,
         stages: vec![Stage::single(0, 3, 0)],
         schedule: Schedule::Gpipe {
             micro_batches: None,
@@ -216,6 +218,7 @@ fn swap_and_recompute_lower_memory_and_cost_time() {
 fn bad_actions_are_rejected_with_the_field() {
     let inst = chain(4, 64.0, "gpipe", None);
     let mut p = Plan {
+        order: None,
         stages: vec![Stage::single(0, 3, 0)],
         schedule: Schedule::Gpipe {
             micro_batches: None,
@@ -283,6 +286,7 @@ fn cut_communication_matches_the_evaluator_and_splits_inevitable_bytes() {
     assert_eq!(c.avoidable(2, c.inevitable(1, 2)), 1e10);
     // Link times are the evaluator's: 2 x (cut bytes / bandwidth) per micro-batch.
     let plan = Plan {
+        order: None,
         stages: vec![
             Stage::single(0, 1, 0),
             Stage::single(2, 3, 1),

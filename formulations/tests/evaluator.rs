@@ -199,6 +199,7 @@ fn synchronous_gradient_allreduce_is_added_once() {
     // 1 MB/s: 2 (1/2) 1000 / 1e6 s = 1 ms, once per iteration.
     let inst = instance(&[(4.0, 8.0, 1000.0, 64.0, None)], 32.0, 2, 1e6);
     let plan = Plan {
+        order: None,
         stages: vec![Stage {
             dp: 2,
             gpus: vec![0, 1],
@@ -295,6 +296,7 @@ fn one_layer() -> Instance {
 
 fn single_stage(dp: u32, tp: u32, sdp: bool) -> Plan {
     Plan {
+        order: None,
         stages: vec![Stage {
             first: 0,
             last: 0,
@@ -386,6 +388,7 @@ fn data_parallel_stage_divides_its_buffers() {
         1e4,
     );
     let plan = Plan {
+        order: None,
         stages: vec![
             Stage {
                 dp: 2,
@@ -510,6 +513,7 @@ fn malformed_plans_name_the_field() {
         micro_batch: None,
     };
     let plan = |stages: Vec<Stage>| Plan {
+        order: None,
         stages,
         schedule: sched.clone(),
     };
@@ -593,6 +597,7 @@ fn malformed_plans_name_the_field() {
     // Schedules: zero micro-batches, a non-positive period, a period below a load.
     let ok = vec![Stage::single(0, 1, 0), Stage::single(2, 2, 1)];
     let with = |schedule: Schedule| Plan {
+        order: None,
         stages: ok.clone(),
         schedule,
     };
@@ -639,6 +644,7 @@ fn malformed_plans_name_the_field() {
         field_of(
             &inst,
             &Plan {
+                order: None,
                 stages: shared.clone(),
                 schedule: Schedule::Async {
                     period: None,
@@ -652,6 +658,7 @@ fn malformed_plans_name_the_field() {
         field_of(
             &inst,
             &Plan {
+                order: None,
                 stages: shared,
                 schedule: sched.clone()
             }
@@ -928,6 +935,7 @@ fn overflowing_sums_are_an_error_not_infinity() {
         },
     ] {
         let plan = Plan {
+            order: None,
             schedule,
             ..plan.clone()
         };
@@ -964,6 +972,7 @@ fn simulator_refuses_a_non_positive_period() {
     }
     // Through the evaluator, a pattern's period is checked as a plan field.
     let bad = Plan {
+        order: None,
         schedule: Schedule::Async {
             period: None,
             pattern: Some(Pattern {
@@ -1105,6 +1114,7 @@ fn neighbouring_stages_on_one_group_form_one_pipeline_position() {
     ];
     let inst = instance(&layers, 0.0, 4, 1e6);
     let plan = Plan {
+        order: None,
         // l0 and l1 both on GPUs {0,1} (l1 checkpointed: another strategy), l2 on {2,3}.
         stages: vec![
             stage(0, &[0, 1], 2, vec![]),
@@ -1129,6 +1139,7 @@ fn a_gpu_in_two_pipeline_positions_is_an_error_for_synchronous_schedules() {
     let layers = [(1.0, 2.0, 0.0, 0.0, None); 3];
     let inst = instance(&layers, 0.0, 2, 1e6);
     let plan = Plan {
+        order: None,
         stages: vec![
             stage(0, &[0], 1, vec![]),
             stage(1, &[1], 1, vec![]),

@@ -205,6 +205,7 @@ fn four_layers(gpus: u32) -> Instance {
 
 fn tp_stage(gpus: Vec<u32>, dp: u32, tp: u32) -> Plan {
     Plan {
+        order: None,
         stages: vec![Stage {
             dp,
             tp,
@@ -246,6 +247,7 @@ fn measured_degrees_replace_the_scaling_rule() {
 fn calibration_constants_act_where_documented() {
     let inst = four_layers(8);
     let plan = Plan {
+        order: None,
         stages: vec![
             Stage {
                 dp: 1,

@@ -214,9 +214,11 @@ class Solution:
                 "-" if t is None else f"{t:.3f}",
             ]
             rows.append("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in cells) + "</tr>")
+        # A plan in its own layer order counts positions in that order (``plan["order"]``).
+        layers = "positions in plan order" if self.plan.get("order") else "layers"
         head = "".join(
             f"<th>{h}</th>"
-            for h in ["stage", "layers", "GPUs", "dp", "tp", "sdp", "time/mb ms (evaluated)"]
+            for h in ["stage", layers, "GPUs", "dp", "tp", "sdp", "time/mb ms (evaluated)"]
         )
         r = self._record
         metrics = [

@@ -94,6 +94,7 @@ fn explicit(inst: &Instance, plan: &Plan) -> Plan {
         ref s => s.clone(),
     };
     Plan {
+        order: None,
         stages: plan.stages.clone(),
         schedule,
     }
@@ -342,6 +343,7 @@ fn sync(m: u32, mb: u32) -> Schedule {
 /// Stages `(first, last)` each on `w` GPUs with tp `tp`.
 fn plan(ranges: &[(usize, usize)], w: u32, tp: u32, schedule: Schedule) -> Plan {
     Plan {
+        order: None,
         stages: ranges
             .iter()
             .enumerate()

@@ -15,7 +15,9 @@ use pipeplan_formulations::import::{import_file, ImportOptions, Source};
 use pipeplan_formulations::instance::{Bandwidth, Cluster, Instance};
 use pipeplan_formulations::peers;
 use pipeplan_formulations::plan_from::{PlanFormat, ReadOptions};
-use pipeplan_solvers::madpipe::pipedream::{pd_plan, pipedream_partition, PdConfig, PdProfile};
+use pipeplan_solvers::madpipe::pipedream::{
+    pd_plan, pipedream_partition, PdConfig, PdProfile, PdStates,
+};
 use pipeplan_solvers::{registry, SolveOptions};
 use serde_json::Value;
 use std::path::PathBuf;
@@ -114,11 +116,13 @@ fn vgg16(what: &str) -> Option<(Instance, PathBuf)> {
 /// A partitioned graph naming each layer's module (what PipeDream's code generator reads).
 fn modules_of(inst: &Instance, rp: &RuntimePlan) -> (String, String) {
     let mut text = String::from("node1 -- Input -- stage_id=0\n");
+    // Stage bounds are positions in the plan's layer order, when it has one.
+    let layer_at = |p: usize| rp.plan.order.as_ref().map_or(p, |o| o[p]);
     for (s, st) in rp.plan.stages.iter().enumerate() {
-        for l in st.first..=st.last {
+        for p in st.first..=st.last {
             text.push_str(&format!(
                 "{} -- layer -- stage_id={s}\n",
-                inst.model.layers[l].name
+                inst.model.layers[layer_at(p)].name
             ));
         }
     }
@@ -137,7 +141,7 @@ fn pipedream_vgg16_exports_what_pipedream_ships() {
         memory: inst.cluster.memory,
         ..PdConfig::single(4, inst.cluster.bandwidth.intra_node)
     };
-    let part = pipedream_partition(&PdProfile::of(&inst), &config).unwrap();
+    let part = pipedream_partition(&PdStates::of(&PdProfile::of(&inst)), &config).unwrap();
     let rp = RuntimePlan::of(pd_plan(&part));
     let text = export(Format::Pipedream, &inst, &rp).unwrap_or_else(|e| panic!("{e:?}"));
     let ours: Value = serde_json::from_str(&text).unwrap();
@@ -165,4 +169,43 @@ fn pipedream_vgg16_exports_what_pipedream_ships() {
         .unwrap_err()
         .to_string();
     assert!(err.contains("line 3"), "{err}");
+}
+
+#[test]
+fn pipedream_plans_in_their_own_layer_order_export_and_read_back() {
+    let what = "export_peers::pipedream_plans_in_their_own_layer_order_export_and_read_back";
+    let Some(dir) = peers::subdir("pipedream", what) else {
+        return;
+    };
+    let graph = dir.join("profiler/image_classification/profiles/resnet50/graph.txt");
+    if !graph.is_file() {
+        peers::skip_notice(what, &format!("{} missing", graph.display()));
+        return;
+    }
+    let opts = ImportOptions::new(Cluster {
+        gpus: 8,
+        gpus_per_node: None,
+        memory: 16e9,
+        bandwidth: Bandwidth {
+            intra_node: 1e9,
+            inter_node: None,
+        },
+        pcie: None,
+    });
+    let inst = import_file(Source::PipeDream, &graph, &opts).unwrap();
+    // The optimizer's default (transfers ignored) cuts resnet50 inside residual blocks.
+    let config = PdConfig {
+        replicate: true,
+        activation_compression_ratio: None,
+        ..PdConfig::single(8, 1e9)
+    };
+    let part = pipedream_partition(&PdStates::of(&PdProfile::of(&inst)), &config).unwrap();
+    let rp = RuntimePlan::of(pd_plan(&part));
+    assert!(rp.plan.order.is_some(), "{:?}", part.stages);
+    let text = export(Format::Pipedream, &inst, &rp).unwrap_or_else(|e| panic!("{e:?}"));
+    let read = ReadOptions {
+        modules: Some(modules_of(&inst, &rp)),
+    };
+    let back = PlanFormat::Pipedream.read(&text, &inst, &read).unwrap();
+    assert_eq!(back, rp, "read back in the same layer order");
 }

@@ -28,12 +28,13 @@
 //! minimum of PipeDream's objective over every configuration on tiny profiles, and the algorithm's
 //! plans are judged at their valid 1F1B* period.
 
-use pipeplan_formulations::import::{import_file, ImportOptions, Source};
+use pipeplan_formulations::import::{import, import_file, ImportOptions, Source};
 use pipeplan_formulations::instance::{Bandwidth, Cluster, Instance};
 use pipeplan_formulations::peers;
 use pipeplan_solvers::harness::run;
 use pipeplan_solvers::madpipe::pipedream::{
-    pd_level_objective, pd_objective, pipedream_partition, PdConfig, PdLevel, PdProfile,
+    pd_level_objective, pd_objective, pd_plan, pipedream_partition, PdConfig, PdLevel, PdProfile,
+    PdStates,
 };
 use pipeplan_solvers::madpipe::valid_period::valid_period_of_plan;
 use pipeplan_solvers::{registry, ObjectiveKind, SolveError, SolveOptions, Status};
@@ -97,7 +98,11 @@ fn vgg16_on_4_gpus() {
     assert_eq!(inst.num_layers(), 40, "VGG-16 without its Input node");
     assert_eq!(inst.model.layers[0].name, "node2");
     assert_eq!(inst.model.layers[16].name, "node18");
-    let part = pipedream_partition(&PdProfile::of(&inst), &config(&inst, 4, true)).unwrap();
+    let part = pipedream_partition(
+        &PdStates::chain(&PdProfile::of(&inst)),
+        &config(&inst, 4, true),
+    )
+    .unwrap();
     let got: Vec<(usize, usize, usize)> = part
         .stages
         .iter()
@@ -187,7 +192,7 @@ fn test_graphs_partitions() {
             let last = rec.iter().rposition(|&x| x == s).unwrap();
             recorded.push((first, last, 1));
         }
-        let profile = PdProfile::of(&inst);
+        let profile = PdStates::chain(&PdProfile::of(&inst));
         let mut cfg = config(&inst, stages, false);
         cfg.memory_check = false;
         let ours = pipedream_partition(&profile, &cfg).unwrap();
@@ -268,6 +273,7 @@ fn profiles() -> impl Strategy<Value = PdProfile> {
                 activation,
                 parameters,
                 output,
+                edges: None,
             })
     })
 }
@@ -292,6 +298,7 @@ proptest! {
             activation_compression_ratio,
             ..PdConfig::single(machines, bandwidth)
         };
+        let p = PdStates::chain(&p);
         let brute = configurations(p.len(), machines, replicate)
             .into_iter()
             .filter_map(|c| pd_objective(&p, &cfg, &c).map(|v| (v, c)))
@@ -341,6 +348,7 @@ proptest! {
         };
         let n = p.len();
         let compute = |i: usize, j: usize| Some(p.compute[i..=j].iter().sum::<f64>());
+        let p = PdStates::chain(&p);
         // Least level-1 time of layers i..=j on `inner` machines.
         let inner_best = |i: usize, j: usize| -> Option<f64> {
             configurations_of(i, j + 1, inner, replicate)
@@ -365,6 +373,93 @@ proptest! {
                 for s in &part.stages {
                     prop_assert_eq!(s.replicas, s.gpus.len());
                 }
+            }
+            (dp, brute) => prop_assert!(false, "DP {:?} vs brute force {:?}", dp, brute),
+        }
+    }
+}
+
+/// A random branching graph in PipeDream's `graph.txt`: `node1` is the input, read by the first
+/// layer only (the one source once the input is removed); every later layer reads at least one
+/// earlier layer, and maybe others.
+fn graphs() -> impl Strategy<Value = String> {
+    (2usize..=6).prop_flat_map(|n| {
+        (
+            proptest::collection::vec((0.0f64..10.0, 0.0f64..10.0, 0.0f64..4e9, 0.0f64..4e9), n),
+            proptest::collection::vec(proptest::collection::vec(any::<bool>(), n), n),
+            proptest::collection::vec(0usize..6, n),
+        )
+            .prop_map(|(layers, extra, must)| {
+                let mut text = String::from(
+                    "node1 -- Input -- forward_compute_time=0.000, backward_compute_time=0.000, \
+                     activation_size=1000.000, parameter_size=0.000\n",
+                );
+                for (j, (f, b, a, w)) in layers.iter().enumerate() {
+                    text.push_str(&format!(
+                        "node{} -- Conv2d -- forward_compute_time={f}, backward_compute_time={b}, \
+                         activation_size={a}, parameter_size={w}\n",
+                        j + 2
+                    ));
+                }
+                text.push_str("\tnode1 -- node2\n");
+                for j in 1..layers.len() {
+                    for (i, &extra) in extra[j].iter().enumerate().take(j) {
+                        if i == must[j] % j || extra {
+                            text.push_str(&format!("\tnode{} -- node{}\n", i + 2, j + 2));
+                        }
+                    }
+                }
+                text
+            })
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+
+    /// On a branching graph the DP cuts at the optimizer's antichain states: it finds the least
+    /// objective over every sequence of nested states, and its plan, in the layer order it
+    /// names, is a valid partition of the imported instance.
+    #[test]
+    fn antichain_dp_equals_brute_force(
+        text in graphs(),
+        machines in 1usize..=4,
+        replicate in any::<bool>(),
+        memory_check in any::<bool>(),
+        memory in 1e9f64..4e10,
+        bandwidth in 1e9f64..1e12,
+        activation_compression_ratio in proptest::option::of(0.5f64..4.0),
+    ) {
+        let mut opts = pipedream_cluster(machines as u32);
+        opts.batch = Some(1);
+        let inst = import(Source::PipeDream, &text, &opts).unwrap();
+        let states = PdStates::of(&PdProfile::of(&inst));
+        prop_assert!(states.graph);
+        prop_assert!(states.len() >= inst.num_layers());
+        let cfg = PdConfig {
+            replicate,
+            memory_check,
+            memory,
+            activation_compression_ratio,
+            ..PdConfig::single(machines, bandwidth)
+        };
+        // Every configuration of the states (a stage runs after state `start - 1`); the
+        // objective refuses ranges that are not sets of layers.
+        let brute = configurations(states.len(), machines, replicate)
+            .into_iter()
+            .filter_map(|c| pd_objective(&states, &cfg, &c).map(|v| (v, c)))
+            .min_by(|a, b| a.0.total_cmp(&b.0));
+        match (pipedream_partition(&states, &cfg), brute) {
+            (None, None) => {}
+            (Some(part), Some((best, _))) => {
+                prop_assert_eq!(part.time, best);
+                let c: Vec<_> = part.stages.iter().map(|s| (s.first, s.last, s.replicas)).collect();
+                prop_assert_eq!(pd_objective(&states, &cfg, &c), Some(part.time));
+                let plan = pd_plan(&part);
+                plan.check(&inst).map_err(|e| TestCaseError::fail(e.to_string()))?;
+                let mut layers: Vec<usize> = part.stages.iter().flat_map(|s| s.layers.clone()).collect();
+                layers.sort_unstable();
+                prop_assert_eq!(layers, (0..inst.num_layers()).collect::<Vec<_>>());
             }
             (dp, brute) => prop_assert!(false, "DP {:?} vs brute force {:?}", dp, brute),
         }

@@ -68,6 +68,7 @@ fn contiguous(ends: &[usize]) -> Vec<Stage> {
 /// simulator's operations.
 fn resource_loads(inst: &Instance, stages: &[Stage]) -> Vec<f64> {
     let plan = Plan {
+        order: None,
         stages: stages.to_vec(),
         schedule: Schedule::Async {
             period: None,
@@ -92,6 +93,7 @@ fn resource_loads(inst: &Instance, stages: &[Stage]) -> Vec<f64> {
 /// The evaluator's verdict on 1F1B* at period `t`.
 fn star(inst: &Instance, stages: &[Stage], t: f64) -> Evaluation {
     let plan = Plan {
+        order: None,
         stages: stages.to_vec(),
         schedule: Schedule::Async {
             period: Some(t),
@@ -265,6 +267,7 @@ fn shared_gpu_patterns_are_valid() {
     let (inst, stages) = shared_case();
     let loads = {
         let plan = Plan {
+            order: None,
             stages: stages.clone(),
             schedule: Schedule::Async {
                 period: None,
@@ -311,6 +314,7 @@ fn shared_gpu_least_period() {
     let at_load = {
         let loads_max = {
             let plan = Plan {
+                order: None,
                 stages: stages.clone(),
                 schedule: Schedule::Async {
                     period: None,

@@ -326,7 +326,7 @@ impl Scenario {
                 let name = self.member_name(class);
                 let mut inst = base.clone();
                 if version == "v1" {
-                    inst.source = super::v1::frozen_source(&inst.source);
+                    super::v1::freeze(&mut inst);
                 }
                 inst.name = name.clone();
                 inst.cluster.memory = anchors.budget(class);

@@ -228,6 +228,16 @@ const SAILOR_WHY: &str = "Sailor's measured per-layer profiles, on the cluster o
 /// What the Galvatron importer's note called the engine arguments it did not read.
 const UNREAD: &str = "Engine arguments not used by pipeplan: ";
 
+/// A v1 member as v1 was published: its `source` ([`frozen_source`]), and without the layer
+/// graph (`extensions.dag`) the PipeDream importer has written since (its chain and cuts are
+/// unchanged; without the graph, `pipedream` searches the chain's prefixes, as when v1 was
+/// published).
+pub(super) fn freeze(inst: &mut pipeplan_formulations::Instance) {
+    inst.source = frozen_source(&inst.source);
+    inst.extensions
+        .remove(pipeplan_formulations::layer_order::KEY);
+}
+
 /// A v1 member's `source` as v1 was published. v1 was generated when the Galvatron importer did
 /// not read `fine_grained_mode` and `sp_space`, and its members' notes list them among the
 /// arguments pipeplan does not use; the importer now reads them (`docs/galvatron.md`, "Coarse

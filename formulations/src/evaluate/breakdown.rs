@@ -45,10 +45,8 @@ impl MemoryBreakdown {
 /// The breakdown of every GPU `plan` uses, given its evaluation `ev` (activations are what is
 /// left of the evaluated peak, so the parts add up to it).
 pub fn memory_breakdown(inst: &Instance, plan: &Plan, ev: &Evaluation) -> Vec<MemoryBreakdown> {
-    let inst = match plan.schedule.micro_batch() {
-        Some(b) if b != inst.micro_batch() => inst.with_micro_batch(b),
-        _ => inst.clone(),
-    };
+    let (inst, plan) = super::judged(inst, plan);
+    let plan = &plan;
     let kind = plan.schedule.kind();
     let copies = state_copies(&inst, kind);
     let versions = weight_versions(&inst, kind);

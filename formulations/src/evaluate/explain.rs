@@ -53,10 +53,8 @@ const MEMORY_BOUND: f64 = 0.97;
 
 /// Explains `plan` on `inst`, given its evaluation `ev`.
 pub fn explain(inst: &Instance, plan: &Plan, ev: &Evaluation) -> Explanation {
-    let inst = match plan.schedule.micro_batch() {
-        Some(b) if b != inst.micro_batch() => inst.with_micro_batch(b),
-        _ => inst.clone(),
-    };
+    let (inst, plan) = super::judged(inst, plan);
+    let plan = &plan;
     let kind = plan.schedule.kind();
     let chain = inst.chain();
     let costs = stage_costs(&inst, &chain, plan);

@@ -94,6 +94,21 @@ struct Timing {
 /// Relative slack when comparing memory with the limit (rounding of byte sums).
 const MEM_TOL: f64 = 1e-9;
 
+/// The instance and plan `plan`'s evaluation judged: the plan in the chain's order (see
+/// [`crate::layer_order::resolve`]) on the instance at the plan's micro-batch. For the figures
+/// that go with an [`Evaluation`], so `plan` already passed [`evaluate`] (were its order refused,
+/// the plan is taken as it is).
+pub(crate) fn judged(inst: &Instance, plan: &Plan) -> (Instance, Plan) {
+    let (inst, plan) = match crate::layer_order::resolve(inst, plan) {
+        Ok((i, p)) => (i.into_owned(), p.into_owned()),
+        Err(_) => (inst.clone(), plan.clone()),
+    };
+    match plan.schedule.micro_batch() {
+        Some(b) if b != inst.micro_batch() => (inst.with_micro_batch(b), plan),
+        _ => (inst, plan),
+    }
+}
+
 /// Evaluates `plan` on `inst`.
 ///
 /// Fails, naming the field, on input that cannot be judged: an instance that breaks a rule of the
@@ -107,6 +122,10 @@ const MEM_TOL: f64 = 1e-9;
 pub fn evaluate(inst: &Instance, plan: &Plan) -> Result<Evaluation, InputError> {
     inst.validate()?;
     plan.check(inst)?;
+    if plan.order.is_some() {
+        let (inst, plan) = crate::layer_order::resolve(inst, plan)?;
+        return evaluate(&inst, &plan);
+    }
     if let Some(b) = plan.schedule.micro_batch() {
         if b != inst.micro_batch() {
             // A plan that chose its own micro-batch size is judged at that size.

@@ -232,7 +232,11 @@ pub fn nearest(plan: &Plan, gpipe: bool, uniform: bool) -> Plan {
             });
         }
     }
-    Plan { stages, schedule }
+    Plan {
+        order: None,
+        stages,
+        schedule,
+    }
 }
 
 /// The largest divisor of `w` not above `tp`.

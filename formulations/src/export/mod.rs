@@ -23,6 +23,7 @@ pub mod torchtitan;
 use crate::error::InputError;
 use crate::galvatron::output::Extras;
 use crate::instance::Instance;
+use crate::layer_order;
 use crate::plan::Plan;
 use std::fmt;
 use std::str::FromStr;
@@ -109,6 +110,18 @@ impl Format {
 
     /// Why the runtime cannot run the plan as it is; empty when it can.
     pub fn limits(self, inst: &Instance, rp: &RuntimePlan) -> Vec<String> {
+        if rp.plan.order.is_some() {
+            return match layer_order::resolve(inst, &rp.plan) {
+                Ok((inst, plan)) => self.limits(
+                    &inst,
+                    &RuntimePlan {
+                        plan: plan.into_owned(),
+                        ..rp.clone()
+                    },
+                ),
+                Err(e) => vec![e.to_string()],
+            };
+        }
         if self != Format::Galvatron {
             if let Some(i) = rp.plan.stages.iter().position(|s| s.ulysses) {
                 let plain = RuntimePlan {
@@ -137,6 +150,16 @@ impl Format {
 
     /// The nearest plan the runtime runs (its [`Format::limits`] are empty).
     pub fn nearest(self, inst: &Instance, plan: &Plan) -> Plan {
+        if let Some(order) = &plan.order {
+            // Judged in its order, so the nearest plan keeps it.
+            let Ok((inst, plain)) = layer_order::resolve(inst, plan) else {
+                return plan.clone();
+            };
+            return Plan {
+                order: Some(order.clone()),
+                ..self.nearest(&inst, &plain)
+            };
+        }
         if self != Format::Galvatron && plan.stages.iter().any(|s| s.ulysses) {
             return self.nearest(inst, &without_ulysses(plan));
         }
@@ -211,6 +234,21 @@ impl From<InputError> for ExportError {
 /// The plan in the runtime's format, after checking it against the instance.
 pub fn export(format: Format, inst: &Instance, rp: &RuntimePlan) -> Result<String, ExportError> {
     rp.plan.check(inst)?;
+    if rp.plan.order.is_some() {
+        // The runtime sees the layers in the plan's order.
+        let (inst, plan) = layer_order::resolve(inst, &rp.plan)?;
+        let plain = RuntimePlan {
+            plan: plan.into_owned(),
+            ..rp.clone()
+        };
+        return export(format, &inst, &plain).map_err(|e| match e {
+            ExportError::Inexpressible(mut why) => {
+                why.nearest.order = rp.plan.order.clone();
+                ExportError::Inexpressible(why)
+            }
+            other => other,
+        });
+    }
     let reasons = format.limits(inst, rp);
     if !reasons.is_empty() {
         return Err(ExportError::Inexpressible(Box::new(Inexpressible {

@@ -141,6 +141,7 @@ pub fn nearest(_inst: &Instance, plan: &Plan) -> Plan {
         })
         .collect();
     Plan {
+        order: None,
         stages,
         schedule: Schedule::Async {
             period: None,

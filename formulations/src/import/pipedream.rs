@@ -42,6 +42,7 @@ use super::dag::{self, Tensor};
 use super::{non_negative, ImportOptions, Profile, Source};
 use crate::error::InputError;
 use crate::instance::{Instance, Layer, Precision};
+use crate::layer_order::{Dag, DagInput};
 use std::collections::BTreeMap;
 
 /// Imports a `graph.txt` (same as [`super::import`] with [`Source::PipeDream`]).
@@ -210,6 +211,11 @@ pub(crate) fn read(text: &str) -> Result<Profile, InputError> {
         .collect();
 
     let inputs: Vec<usize> = (0..n).filter(|&v| is_input[v]).collect();
+    let dag = layer_dag(
+        &order,
+        &edges,
+        inputs.iter().map(|&v| (nodes[v].activation, &consumers[v])),
+    );
     let input_bytes: f64 = inputs.iter().map(|&v| nodes[v].activation).sum();
     let input_time: f64 = inputs.iter().map(|&v| nodes[v].forward).sum();
     let unused = is_unused.iter().filter(|&&u| u).count();
@@ -224,6 +230,10 @@ pub(crate) fn read(text: &str) -> Result<Profile, InputError> {
         ),
     );
     p.input = input_bytes;
+    p.extensions.insert(
+        crate::layer_order::KEY.to_string(),
+        serde_json::to_value(dag).expect("the extension serializes"),
+    );
     p.layers = layers;
     p.precision = Some(Precision::Fp32);
     p.batch = infer_batch(&nodes, &inputs);
@@ -241,6 +251,36 @@ pub(crate) fn read(text: &str) -> Result<Profile, InputError> {
         inputs.len(),
     ));
     Ok(p)
+}
+
+/// The data flow between the layers, numbered in the chain's order (`order[p]` is the kept
+/// node at position `p`): what lets a plan be judged in another topological order
+/// ([`crate::layer_order`]).
+fn layer_dag<'a>(
+    order: &[usize],
+    edges: &[(usize, usize)],
+    inputs: impl Iterator<Item = (f64, &'a Vec<usize>)>,
+) -> Dag {
+    let mut position = vec![0; order.len()];
+    for (p, &l) in order.iter().enumerate() {
+        position[l] = p;
+    }
+    let mut edges: Vec<[usize; 2]> = edges
+        .iter()
+        .map(|&(a, b)| [position[a], position[b]])
+        .collect();
+    edges.sort_unstable();
+    edges.dedup();
+    let inputs = inputs
+        .map(|(bytes, readers)| {
+            // Sorted, so that the file's line order does not show.
+            let mut readers: Vec<usize> = readers.iter().map(|&r| position[r]).collect();
+            readers.sort_unstable();
+            readers.dedup();
+            DagInput { bytes, readers }
+        })
+        .collect();
+    Dag { edges, inputs }
 }
 
 fn parse_node<'a>(tokens: &[&'a str], line: usize) -> Result<Node<'a>, InputError> {

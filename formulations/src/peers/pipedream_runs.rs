@@ -213,11 +213,6 @@ impl OptimizerRun {
             .map(String::as_str)
     }
 
-    /// True when the run counts activation transfers (`--activation_compression_ratio`).
-    pub fn counts_transfers(&self) -> bool {
-        self.flags.contains_key("--activation_compression_ratio")
-    }
-
     /// The pipeplan equivalent of the command, with `-f` resolved under `dir` (the peers'
     /// `pipedream` folder, which mirrors the optimizer's checkout).
     pub fn equivalent(&self, dir: &Path) -> Result<Equivalent, String> {

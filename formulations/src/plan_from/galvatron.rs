@@ -201,7 +201,11 @@ pub fn read(text: &str, inst: &Instance) -> Result<RuntimePlan, InputError> {
         first = end;
     }
     Ok(RuntimePlan {
-        plan: Plan { stages, schedule },
+        plan: Plan {
+            order: None,
+            stages,
+            schedule,
+        },
         galvatron: Some(Extras {
             vtp: cfg.vtp.unwrap_or(1),
             embed_sdp,

@@ -4,7 +4,10 @@
 //! [`ReadOptions::modules`]. Its node ids are matched to the instance's layer names (an
 //! instance imported from the same profile, `import --from pipedream`, has them). The last
 //! module may be the criterion, which holds no layer. Every stage becomes a [`Stage`] whose
-//! replicas are its ranks (rank = GPU id), asynchronous as PipeDream runs.
+//! replicas are its ranks (rank = GPU id), asynchronous as PipeDream runs. PipeDream's optimizer
+//! cuts its graph at down-sets, so a stage's layers need not be a range of the chain: the plan
+//! then lists the layers stage after stage (`plan.order`), which the instance's layer graph
+//! must allow (`crate::layer_order`).
 
 use super::ReadOptions;
 use crate::error::InputError;
@@ -74,20 +77,8 @@ pub fn read(text: &str, inst: &Instance, opts: &ReadOptions) -> Result<RuntimePl
     }
     let stages_n = cfg.stage_to_rank_map.len();
     let map = &cfg.module_to_stage_map;
-    let mut ranges: BTreeMap<usize, (usize, usize)> = BTreeMap::new();
-    for (l, &m) in module_of.iter().enumerate() {
-        let r = ranges.entry(m).or_insert((l, l));
-        if r.1 + 1 != l && r.0 != l {
-            return Err(bad(
-                "module_to_stage_map",
-                format!("module {m}'s layers are not contiguous in the instance's chain (layer {l}, `{}`)", inst.model.layers[l].name),
-            ));
-        }
-        r.1 = l;
-    }
-    // Layers of every runtime stage, from its modules.
-    let mut stage_layers: Vec<Option<(usize, usize)>> = vec![None; stages_n];
-    for (&m, &(a, b)) in &ranges {
+    let mut stage_of_module: BTreeMap<usize, usize> = BTreeMap::new();
+    for &m in &module_of {
         let s = *map.get(m).ok_or_else(|| {
             bad(
                 "module_to_stage_map",
@@ -97,22 +88,24 @@ pub fn read(text: &str, inst: &Instance, opts: &ReadOptions) -> Result<RuntimePl
                 ),
             )
         })?;
-        let slot = stage_layers.get_mut(s).ok_or_else(|| {
-            bad(
+        if s >= stages_n {
+            return Err(bad(
                 &format!("module_to_stage_map[{m}]"),
                 format!("stage {s}, but stage_to_rank_map has {stages_n} stages"),
-            )
-        })?;
-        *slot = Some(match *slot {
-            None => (a, b),
-            Some((x, y)) if y + 1 == a => (x, b),
-            Some(_) => {
-                return Err(bad(
-                    &format!("module_to_stage_map[{m}]"),
-                    format!("stage {s}'s modules are not neighbours in the chain"),
-                ))
-            }
-        });
+            ));
+        }
+        stage_of_module.insert(m, s);
+    }
+    // The layers stage after stage, module after module, each in chain order: the plan's layer
+    // order. The optimizer cuts its graph at down-sets, so a stage need not be a range of the
+    // chain (the plan then names this order; its check needs the instance's layer graph).
+    let mut order: Vec<usize> = (0..n).collect();
+    order.sort_by_key(|&l| (stage_of_module[&module_of[l]], module_of[l], l));
+    let mut stage_layers: Vec<Option<(usize, usize)>> = vec![None; stages_n];
+    for (p, &l) in order.iter().enumerate() {
+        let s = stage_of_module[&module_of[l]];
+        let range = stage_layers[s].get_or_insert((p, p));
+        range.1 = p;
     }
     let mut stages = Vec::new();
     for (s, layers) in stage_layers.into_iter().enumerate() {
@@ -155,7 +148,9 @@ pub fn read(text: &str, inst: &Instance, opts: &ReadOptions) -> Result<RuntimePl
             }
         }
     }
+    let chain_order = order.iter().enumerate().all(|(p, &l)| p == l);
     Ok(RuntimePlan::of(Plan {
+        order: (!chain_order).then_some(order),
         stages,
         schedule: Schedule::Async {
             period: None,

@@ -152,6 +152,10 @@ impl Timeline {
 /// The timeline of `plan` on `inst`; `periods` steady periods for an asynchronous plan.
 pub fn timeline(inst: &Instance, plan: &Plan, periods: usize) -> Result<Timeline, InputError> {
     plan.check(inst)?;
+    if plan.order.is_some() {
+        let (inst, plan) = crate::layer_order::resolve(inst, plan)?;
+        return timeline(&inst, &plan, periods);
+    }
     if let Some(b) = plan.schedule.micro_batch() {
         if b != inst.micro_batch() {
             return timeline(&inst.with_micro_batch(b), plan, periods);

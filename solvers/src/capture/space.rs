@@ -296,6 +296,7 @@ impl PlanSpace {
             })
             .collect();
         Plan {
+            order: None,
             stages,
             schedule: Schedule::default_for(inst),
         }

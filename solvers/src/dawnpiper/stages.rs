@@ -76,6 +76,7 @@ pub fn build(
         .map(|s| cache.get(starts[s], ends[s], s).clone())
         .collect();
     let to_plan = |plans: &[StagePlan]| Plan {
+        order: None,
         stages: plans
             .iter()
             .enumerate()

@@ -57,7 +57,11 @@ pub fn to_plan(inst: &Instance, lt: &LayerTypes, f: &Found) -> Plan {
             micro_batch,
         },
     };
-    Plan { stages, schedule }
+    Plan {
+        order: None,
+        stages,
+        schedule,
+    }
 }
 
 /// The search result's decisions the plan does not hold.

@@ -27,6 +27,7 @@
 use pipeplan_formulations::cost::{cut_costs, stage_costs};
 use pipeplan_formulations::evaluate::pipeline_resources;
 use pipeplan_formulations::instance::ScheduleKind;
+use pipeplan_formulations::layer_order;
 use pipeplan_formulations::one_f_one_b_star::{groups, Resource};
 use pipeplan_formulations::units::fmt_bytes;
 use pipeplan_formulations::{InputError, Instance, Plan, Schedule};
@@ -183,6 +184,10 @@ pub fn valid_period(inst: &Instance, ends: &[usize]) -> Result<ValidPeriod, Vali
 /// replicas, as PipeDream's replicated stages). The plan's own schedule is ignored: it is judged
 /// as an asynchronous 1F1B* pipeline.
 pub fn valid_period_of_plan(inst: &Instance, plan: &Plan) -> Result<ValidPeriod, ValidPeriodError> {
+    if plan.order.is_some() {
+        let (inst, plan) = layer_order::resolve(inst, plan)?;
+        return valid_period_of_plan(&inst, &plan);
+    }
     let pipe = Pipeline::new(inst, plan)?;
     let max_load = pipe.loads.iter().copied().fold(0.0, f64::max);
     // Breakpoints: every sum of consecutive loads, accumulated from the last one backwards as
@@ -243,6 +248,10 @@ pub struct StarMemory {
 /// Memory of every GPU under 1F1B* at period `t` for a plan whose stages do not share GPUs.
 /// Fails when `t` is not a positive time or is below the load of a stage or link.
 pub fn star_memory(inst: &Instance, plan: &Plan, t: f64) -> Result<StarMemory, InputError> {
+    if plan.order.is_some() {
+        let (inst, plan) = layer_order::resolve(inst, plan)?;
+        return star_memory(&inst, &plan, t);
+    }
     Pipeline::new(inst, plan)?.star(t)
 }
 

@@ -324,6 +324,7 @@ impl SailorPlan {
             ));
         }
         Ok(Plan {
+            order: None,
             stages,
             schedule: Schedule::OneFOneB {
                 micro_batches: Some((self.global_batch as u64 / per_step) as u32),

@@ -2,8 +2,10 @@
 //! in the parent module's docs): the cost terms of a level, the `A[i][j][m]` tables, and the
 //! partition read back from them.
 
+use super::states::PdStates;
 use crate::algorithm::SolveError;
 use crate::deadline::Deadline;
+use pipeplan_formulations::layer_order::Dag;
 use pipeplan_formulations::Instance;
 
 /// The per-layer numbers PipeDream's optimizer reads, in its units except time (ms).
@@ -17,6 +19,8 @@ pub struct PdProfile {
     pub parameters: Vec<f64>,
     /// Bytes crossing a cut after each layer (PipeDream's `output_activation_size` of a state).
     pub output: Vec<f64>,
+    /// The layer graph (`[from, to]` edges, `extensions.dag`), when the instance has it.
+    pub edges: Option<Vec<[usize; 2]>>,
 }
 
 impl PdProfile {
@@ -28,6 +32,11 @@ impl PdProfile {
             activation: c.act[1..].to_vec(),
             parameters: c.weights.clone(),
             output: c.cut.clone(),
+            edges: Dag::of(inst)
+                .ok()
+                .flatten()
+                .map(|d| d.edges)
+                .filter(|e| !e.is_empty()),
         }
     }
 
@@ -92,10 +101,13 @@ impl PdConfig {
 /// One stage of PipeDream's answer.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PdStage {
-    /// First layer.
+    /// First state of its range: the stage runs after state `first - 1` (from the start when
+    /// 0). On the chain's prefixes, its first layer.
     pub first: usize,
-    /// Last layer (inclusive).
+    /// Last state (inclusive); on the chain's prefixes, its last layer.
     pub last: usize,
+    /// Its layers, ascending.
+    pub layers: Vec<usize>,
     /// Replicas (over all levels).
     pub replicas: usize,
     /// GPUs of the replicas (`replicas` of them).
@@ -114,43 +126,18 @@ pub struct PdPartition {
     pub stages: Vec<PdStage>,
 }
 
-/// Prefix sums, differenced as PipeDream differences its cumulative states.
-struct Sums {
-    compute: Vec<f64>,
-    activation: Vec<f64>,
-    parameters: Vec<f64>,
-}
-
-impl Sums {
-    fn new(p: &PdProfile) -> Sums {
-        let pre = |v: &[f64]| {
-            let mut s = vec![0.0; v.len() + 1];
-            for i in 0..v.len() {
-                s[i + 1] = s[i] + v[i];
-            }
-            s
-        };
-        Sums {
-            compute: pre(&p.compute),
-            activation: pre(&p.activation),
-            parameters: pre(&p.parameters),
-        }
-    }
-    fn compute(&self, i: usize, j: usize) -> f64 {
-        self.compute[j + 1] - self.compute[i]
-    }
-    fn activation(&self, i: usize, j: usize) -> f64 {
-        self.activation[j + 1] - self.activation[i]
-    }
-    fn parameters(&self, i: usize, j: usize) -> f64 {
-        self.parameters[j + 1] - self.parameters[i]
+/// A range's sum: state `j`'s minus state `i - 1`'s, as the optimizer differences them.
+fn range(v: &[f64], i: usize, j: usize) -> f64 {
+    if i == 0 {
+        v[j]
+    } else {
+        v[j] - v[i - 1]
     }
 }
 
 /// The cost terms of one level (the formulas of the module docs, in ms and bytes).
 struct LevelCost<'a> {
-    p: &'a PdProfile,
-    s: Sums,
+    s: &'a PdStates,
     cfg: &'a PdConfig,
     machines: usize,
     bandwidth: f64,
@@ -159,10 +146,9 @@ struct LevelCost<'a> {
 }
 
 impl<'a> LevelCost<'a> {
-    fn new(p: &'a PdProfile, cfg: &'a PdConfig, level: usize) -> LevelCost<'a> {
+    fn new(s: &'a PdStates, cfg: &'a PdConfig, level: usize) -> LevelCost<'a> {
         LevelCost {
-            p,
-            s: Sums::new(p),
+            s,
             cfg,
             machines: cfg.levels[level].machines,
             bandwidth: cfg.levels[level].bandwidth,
@@ -170,16 +156,21 @@ impl<'a> LevelCost<'a> {
         }
     }
 
-    /// Data-parallel weight synchronisation of layers `i..=j` over `r` replicas.
+    /// Time of the range on one GPU: its compute, or `None` when it is not a set of layers.
+    fn compute(&self, i: usize, j: usize) -> Option<f64> {
+        self.s.nested(i, j).then(|| range(&self.s.compute, i, j))
+    }
+
+    /// Data-parallel weight synchronisation of the range `i..=j` over `r` replicas.
     fn sync(&self, i: usize, j: usize, r: usize) -> f64 {
-        4.0 * (r - 1) as f64 * self.s.parameters(i, j) / (self.bandwidth * r as f64) * 1e3
+        4.0 * (r - 1) as f64 * range(&self.s.parameters, i, j) / (self.bandwidth * r as f64) * 1e3
     }
 
     /// Stashed bytes of layers `i..=j` on `r` replicas with `used` machines of the level up to
     /// and including them: `ceil((N - used) / r) (A + W)` (Python 3's `math.ceil(a / b)`).
     fn stashed(&self, i: usize, j: usize, r: usize, used: usize) -> f64 {
         (self.machines - used).div_ceil(r) as f64
-            * (self.s.activation(i, j) + self.s.parameters(i, j))
+            * (range(&self.s.activation, i, j) + range(&self.s.parameters, i, j))
     }
 
     fn rejected(&self, i: usize, j: usize, r: usize, used: usize) -> bool {
@@ -191,7 +182,7 @@ impl<'a> LevelCost<'a> {
     fn transfer(&self, cut_after: usize, r: usize) -> f64 {
         match self.cfg.activation_compression_ratio {
             Some(ratio) => {
-                2.0 * self.p.output[cut_after] / (self.bandwidth * r as f64) * 1e3 / ratio
+                2.0 * self.s.output[cut_after] / (self.bandwidth * r as f64) * 1e3 / ratio
             }
             None => 0.0,
         }
@@ -271,7 +262,7 @@ fn level_table(
     starts: usize,
     deadline: &Deadline,
 ) -> Result<Table, SolveError> {
-    let (n, nm) = (c.p.len(), c.machines);
+    let (n, nm) = (c.s.len(), c.machines);
     let mut t = Table {
         n,
         nm,
@@ -293,7 +284,13 @@ fn level_table(
         for m in 1..nm {
             for j in i + 1..n {
                 let mut best = t.cells[at(i, j, m)];
-                for k in i..j {
+                // Splits after a state of the range (the optimizer's predecessors of `j`
+                // that follow state `i - 1`; below the final level, that contain it).
+                let preds = c.s.preds(j);
+                for &k in &preds[preds.partition_point(|&k| k < i)..] {
+                    if !c.s.nested(i, k) {
+                        continue;
+                    }
                     let Some(u) = compute(k + 1, j) else { continue };
                     for mp in 1..=c.top(m) {
                         if c.rejected(k + 1, j, mp, m + 1) {
@@ -329,13 +326,13 @@ fn level_table(
 /// memory check rejects a stage or a range has no time. The DP minimizes this; brute-force
 /// tests use it.
 pub fn pd_level_objective(
-    p: &PdProfile,
+    s: &PdStates,
     cfg: &PdConfig,
     level: usize,
     compute: &dyn Fn(usize, usize) -> Option<f64>,
     stages: &[(usize, usize, usize)],
 ) -> Option<f64> {
-    let c = LevelCost::new(p, cfg, level);
+    let c = LevelCost::new(s, cfg, level);
     let mut used = 0;
     let mut worst: f64 = 0.0;
     for (idx, &(i, j, r)) in stages.iter().enumerate() {
@@ -350,7 +347,7 @@ pub fn pd_level_objective(
             worst = worst
                 .max(c.later_stage(u, i, j, r))
                 .max(c.transfer(i - 1, r));
-            if j + 1 < p.len() {
+            if j + 1 < s.len() {
                 worst = worst.max(c.transfer(j, r));
             }
         }
@@ -358,24 +355,21 @@ pub fn pd_level_objective(
     Some(worst)
 }
 
-/// [`pd_level_objective`] of a single-level configuration of the whole chain.
-pub fn pd_objective(
-    p: &PdProfile,
-    cfg: &PdConfig,
-    stages: &[(usize, usize, usize)],
-) -> Option<f64> {
-    let s = Sums::new(p);
-    pd_level_objective(p, cfg, 0, &|i, j| Some(s.compute(i, j)), stages)
+/// [`pd_level_objective`] of a single-level configuration of every state (ranges of states,
+/// `None` when one is not a set of layers).
+pub fn pd_objective(s: &PdStates, cfg: &PdConfig, stages: &[(usize, usize, usize)]) -> Option<f64> {
+    let c = LevelCost::new(s, cfg, 0);
+    pd_level_objective(s, cfg, 0, &|i, j| c.compute(i, j), stages)
 }
 
 /// PipeDream's dynamic program, level by level (see the module docs). `None` when no
 /// configuration passes the memory check (or fewer layers than machines in a straight
 /// pipeline).
-pub fn pipedream_partition(p: &PdProfile, cfg: &PdConfig) -> Option<PdPartition> {
-    pipedream_partition_within(p, cfg, &Deadline::none()).unwrap_or(None)
+pub fn pipedream_partition(s: &PdStates, cfg: &PdConfig) -> Option<PdPartition> {
+    pipedream_partition_within(s, cfg, &Deadline::none()).unwrap_or(None)
 }
 
-/// Bytes of the DP's tables for `n` layers under `cfg`: `A[i][j][m]` of every level, with every
+/// Bytes of the DP's tables for `n` states under `cfg`: `A[i][j][m]` of every level, with every
 /// start `i` below the final level (n^2 x machines cells there).
 pub fn table_bytes(n: usize, cfg: &PdConfig) -> f64 {
     let top = cfg.levels.len().saturating_sub(1);
@@ -394,23 +388,23 @@ pub fn table_bytes(n: usize, cfg: &PdConfig) -> f64 {
 /// [`pipedream_partition`] stopping at `deadline` (its error then: the DP has no plan before
 /// its last level is complete).
 pub fn pipedream_partition_within(
-    p: &PdProfile,
+    s: &PdStates,
     cfg: &PdConfig,
     deadline: &Deadline,
 ) -> Result<Option<PdPartition>, SolveError> {
-    let n = p.len();
+    let n = s.len();
     if n == 0 || cfg.levels.is_empty() || cfg.levels.iter().any(|l| l.machines == 0) {
         return Ok(None);
     }
     let costs: Vec<LevelCost> = (0..cfg.levels.len())
-        .map(|l| LevelCost::new(p, cfg, l))
+        .map(|l| LevelCost::new(s, cfg, l))
         .collect();
     let top = cfg.levels.len() - 1;
     let mut tables: Vec<Table> = Vec::new();
     for (l, c) in costs.iter().enumerate() {
         let starts = if l == top { 1 } else { n };
         let table = match tables.last() {
-            None => level_table(c, &|i, j| Some(c.s.compute(i, j)), starts, deadline)?,
+            None => level_table(c, &|i, j| c.compute(i, j), starts, deadline)?,
             Some(below) => level_table(c, &|i, j| below.best(i, j), starts, deadline)?,
         };
         tables.push(table);
@@ -423,7 +417,7 @@ pub fn pipedream_partition_within(
     Ok(Some(PdPartition { time, stages }))
 }
 
-/// The stages of layers `i..=j` at `level`, replicated on the level-above machines starting at
+/// The stages of the states `i..=j` at `level`, replicated on the level-above machines starting at
 /// GPUs `bases`: each stage takes its replicas' blocks of GPUs in order and is split further by
 /// the level below, identically in every block.
 fn expand(
@@ -448,6 +442,7 @@ fn expand(
             out.push(PdStage {
                 first,
                 last,
+                layers: c.s.layers(first, last),
                 replicas: gpus.len(),
                 stashed: c.stashed(first, last, r, used),
                 gpus,

@@ -26,8 +26,18 @@
 //! default 1, as the optimizer's README demo runs it); `=none` ignores them, as the optimizer
 //! does without its `--activation_compression_ratio` flag (the earlier `optimizer.py` and the
 //! paper always count them). Ties go to the first split found (smallest `k`, then fewest
-//! replicas); PipeDream iterates a Python set there, so its ties are arbitrary. On a chain,
-//! PipeDream's antichain states are the layers and a state's output size is the layer's `cut`.
+//! replicas); PipeDream iterates a Python set there, so its ties are arbitrary.
+//!
+//! # States
+//!
+//! The formulas above are written for a chain, whose states are its layers (`j` stands for
+//! layers `0..=j`, a state's output size is the layer's `cut`). On an instance that carries its
+//! layer graph (`extensions.dag`) the DP runs, as the optimizer's does, over the graph's
+//! antichain states ([`PdStates`]): a split of state `j` after any state `k` that precedes it in
+//! the antichain DAG, the stage being the layers of `j` not in `k`, a state's output the
+//! activations of its augmented antichain. Below the last level of a two-level search, only
+//! nested ranges of states are filled (`docs/pipedream.md`, "States"). Stages that are not
+//! ranges of the chain give a plan with its own layer order (`plan.order`).
 //!
 //! # Levels
 //!
@@ -61,27 +71,47 @@ use pipeplan_formulations::{InputError, Instance, Plan, Stage};
 pub struct PipeDream;
 
 mod levels;
+mod states;
 pub use levels::{
     pd_level_objective, pd_objective, pipedream_partition, pipedream_partition_within, table_bytes,
     PdConfig, PdLevel, PdPartition, PdProfile, PdStage,
 };
+pub use states::PdStates;
+
+/// Most antichain states searched (the optimizer's states of a graph): past it, the DP cuts at
+/// the chain's prefixes. inception_v3 has 221,564, on which the optimizer itself runs out of
+/// 24 GiB; the residual networks have a few hundred.
+pub const MAX_STATES: usize = 20_000;
 
 /// Most memory the DP's tables may take (4 GiB): more is refused as unsupported rather than
 /// risk running out of memory (`docs/limits.md`).
 pub const MAX_TABLE_BYTES: f64 = 4.0 * 1024.0 * 1024.0 * 1024.0;
 
-/// The plan of a PipeDream partition: each stage on its replicas' GPUs.
+/// The plan of a PipeDream partition: each stage on its replicas' GPUs. Its stages are ranges
+/// of the layer order they list in turn (each stage's layers ascending); the plan names that
+/// order when it is not the chain's.
 pub fn pd_plan(part: &PdPartition) -> Plan {
+    let order: Vec<usize> = part
+        .stages
+        .iter()
+        .flat_map(|st| st.layers.clone())
+        .collect();
+    let mut first = 0;
     let stages = part
         .stages
         .iter()
-        .map(|st| Stage {
-            dp: st.replicas as u32,
-            gpus: st.gpus.clone(),
-            ..Stage::single(st.first, st.last, 0)
+        .map(|st| {
+            first += st.layers.len();
+            Stage {
+                dp: st.replicas as u32,
+                gpus: st.gpus.clone(),
+                ..Stage::single(first - st.layers.len(), first - 1, 0)
+            }
         })
         .collect();
+    let chain_order = order.iter().enumerate().all(|(p, &l)| p == l);
     Plan {
+        order: (!chain_order).then_some(order),
         stages,
         schedule: async_schedule(None),
     }
@@ -119,15 +149,30 @@ fn describe_levels(levels: &[PdLevel]) -> String {
         .join(", then ")
 }
 
+/// Layers as ranges of consecutive indices: `0-16,18,20-22`.
+fn ranges(layers: &[usize]) -> String {
+    let mut out: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < layers.len() {
+        let mut j = i;
+        while j + 1 < layers.len() && layers[j + 1] == layers[j] + 1 {
+            j += 1;
+        }
+        out.push(if i == j {
+            format!("{}", layers[i])
+        } else {
+            format!("{}-{}", layers[i], layers[j])
+        });
+        i = j + 1;
+    }
+    out.join(",")
+}
+
 fn describe(part: &PdPartition) -> String {
     part.stages
         .iter()
         .map(|s| {
-            let l = if s.first == s.last {
-                format!("{}", s.first)
-            } else {
-                format!("{}-{}", s.first, s.last)
-            };
+            let l = ranges(&s.layers);
             if s.replicas > 1 {
                 format!("{l} x{}", s.replicas)
             } else {
@@ -210,7 +255,44 @@ impl Algorithm for PipeDream {
             activation_compression_ratio,
         };
         let profile = PdProfile::of(inst);
-        let bytes = table_bytes(profile.len(), &cfg);
+        // The optimizer's antichain states when the graph is known and they fit, else the
+        // chain's prefixes, with the reason.
+        let (states, cut_at) = match profile
+            .edges
+            .as_ref()
+            .map(|e| PdStates::antichains(&profile, e, MAX_STATES))
+        {
+            None => (
+                PdStates::chain(&profile),
+                "cut at the chain's prefixes (the instance has no layer graph, extensions.dag)"
+                    .to_string(),
+            ),
+            Some(None) => (
+                PdStates::chain(&profile),
+                format!(
+                    "cut at the chain's prefixes: the layer graph has more than {MAX_STATES} \
+                     antichain states (the optimizer would search them all)"
+                ),
+            ),
+            Some(Some(st)) if table_bytes(st.len(), &cfg) > MAX_TABLE_BYTES => (
+                PdStates::chain(&profile),
+                format!(
+                    "cut at the chain's prefixes: the tables for the layer graph's {} antichain \
+                     states would exceed {}",
+                    st.len(),
+                    fmt_bytes(MAX_TABLE_BYTES)
+                ),
+            ),
+            Some(Some(st)) => {
+                let note = format!(
+                    "cut at the optimizer's {} antichain states of the layer graph \
+                     (extensions.dag)",
+                    st.len()
+                );
+                (st, note)
+            }
+        };
+        let bytes = table_bytes(states.len(), &cfg);
         if bytes > MAX_TABLE_BYTES {
             return Err(SolveError::Unsupported(Unsupported(format!(
                 "PipeDream's DP tables for {} layers on {} would take {}, above the limit of \
@@ -222,7 +304,7 @@ impl Algorithm for PipeDream {
                 fmt_bytes(MAX_TABLE_BYTES)
             ))));
         }
-        let Some(part) = pipedream_partition_within(&profile, &cfg, &ctx.deadline)? else {
+        let Some(part) = pipedream_partition_within(&states, &cfg, &ctx.deadline)? else {
             return Err(SolveError::Infeasible(format!(
                 "PipeDream's memory check ((activations + weights) x ceil((N - machines so far) \
                  / replicas) <= {} per GPU) rejects every {} on {}; \
@@ -267,6 +349,11 @@ impl Algorithm for PipeDream {
             },
             part.time
         ));
+        sol.notes.push(if sol.plan.order.is_some() {
+            format!("{cut_at}; the stages are ranges of the plan's layer order (plan.order)")
+        } else {
+            cut_at
+        });
         sol.notes.push(format!(
             "valid period under 1F1B* (the period of the plan): {:.6} ms, groups {:?} (the \
              loads alone allow {:.6} ms)",
@@ -301,6 +388,7 @@ mod tests {
             activation: vec![1e6; compute.len()],
             parameters: vec![1e6; compute.len()],
             output: vec![1e6; compute.len()],
+            edges: None,
         }
     }
 
@@ -315,7 +403,7 @@ mod tests {
     #[test]
     fn straight_is_min_max_with_exactly_n_stages() {
         let p = profile(&[4.0, 1.0, 1.0, 1.0, 1.0, 4.0]);
-        let part = pipedream_partition(&p, &cfg(3, false)).unwrap();
+        let part = pipedream_partition(&PdStates::chain(&p), &cfg(3, false)).unwrap();
         let ranges: Vec<_> = part.stages.iter().map(|s| (s.first, s.last)).collect();
         assert_eq!(ranges, vec![(0, 0), (1, 4), (5, 5)]);
         assert!((part.time - 4.0).abs() < 1e-9);
@@ -327,7 +415,7 @@ mod tests {
         // replicas of the heavy layer (9 ms / 3 plus a little weight synchronisation), 1 light.
         let mut p = profile(&[9.0, 1.0]);
         p.parameters[1] = 1e10;
-        let part = pipedream_partition(&p, &cfg(4, true)).unwrap();
+        let part = pipedream_partition(&PdStates::chain(&p), &cfg(4, true)).unwrap();
         assert_eq!(part.stages.len(), 2);
         assert_eq!(part.stages[0].replicas, 3);
         assert_eq!(part.stages[1].replicas, 1);
@@ -342,6 +430,6 @@ mod tests {
             memory: 1e6,
             ..cfg(2, false)
         };
-        assert_eq!(pipedream_partition(&p, &c), None);
+        assert_eq!(pipedream_partition(&PdStates::chain(&p), &c), None);
     }
 }

@@ -65,6 +65,7 @@ impl<'a> Alloc<'a> {
     pub(super) fn new(inst: &'a Instance, stages: &[Stage]) -> Result<Alloc<'a>, SolveError> {
         inst.validate()?;
         let plan = Plan {
+            order: None,
             stages: stages.to_vec(),
             schedule: Schedule::Async {
                 period: None,
