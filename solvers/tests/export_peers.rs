@@ -98,9 +98,14 @@ fn vgg16(what: &str) -> Option<(Instance, PathBuf)> {
         );
         return None;
     }
-    // PipeDream's optimizer defaults: 1 GB/s, 16 GB.
-    let opts = ImportOptions::new(Cluster {
-        gpus: 4,
+    let inst = import_file(Source::PipeDream, &graph, &optimizer_cluster(4)).unwrap();
+    Some((inst, runtime))
+}
+
+/// `gpus` GPUs with PipeDream's optimizer defaults: 1 GB/s, 16 GB.
+fn optimizer_cluster(gpus: u32) -> ImportOptions {
+    ImportOptions::new(Cluster {
+        gpus,
         gpus_per_node: None,
         memory: 16e9,
         bandwidth: Bandwidth {
@@ -108,9 +113,7 @@ fn vgg16(what: &str) -> Option<(Instance, PathBuf)> {
             inter_node: None,
         },
         pcie: None,
-    });
-    let inst = import_file(Source::PipeDream, &graph, &opts).unwrap();
-    Some((inst, runtime))
+    })
 }
 
 /// A partitioned graph naming each layer's module (what PipeDream's code generator reads).
@@ -182,17 +185,7 @@ fn pipedream_plans_in_their_own_layer_order_export_and_read_back() {
         peers::skip_notice(what, &format!("{} missing", graph.display()));
         return;
     }
-    let opts = ImportOptions::new(Cluster {
-        gpus: 8,
-        gpus_per_node: None,
-        memory: 16e9,
-        bandwidth: Bandwidth {
-            intra_node: 1e9,
-            inter_node: None,
-        },
-        pcie: None,
-    });
-    let inst = import_file(Source::PipeDream, &graph, &opts).unwrap();
+    let inst = import_file(Source::PipeDream, &graph, &optimizer_cluster(8)).unwrap();
     // The optimizer's default (transfers ignored) cuts resnet50 inside residual blocks.
     let config = PdConfig {
         replicate: true,

@@ -120,15 +120,7 @@ impl PdStates {
         for &(a, b) in &edges {
             direct[rank[b]].push(rank[a]);
         }
-        let mut pred_sets: Vec<Bits> = Vec::with_capacity(n);
-        for d in &direct {
-            let mut set = Bits::new(n);
-            for &a in d {
-                set.union_with(&pred_sets[a]);
-                set.insert(a);
-            }
-            pred_sets.push(set);
-        }
+        let pred_sets = closure(&direct);
         if order.last().map(|&s| sizes[s]) != Some(p.len()) {
             return None;
         }
@@ -180,6 +172,22 @@ impl PdStates {
     }
 }
 
+/// The transitive predecessors of every node, given each node's direct predecessors, all of
+/// lower index.
+fn closure(direct: &[Vec<usize>]) -> Vec<Bits> {
+    let n = direct.len();
+    let mut out: Vec<Bits> = Vec::with_capacity(n);
+    for d in direct {
+        let mut set = Bits::new(n);
+        for &a in d {
+            set.union_with(&out[a]);
+            set.insert(a);
+        }
+        out.push(set);
+    }
+    out
+}
+
 /// The layer graph with its transitive relations.
 struct Graph {
     n: usize,
@@ -198,15 +206,7 @@ impl Graph {
             pred[b].push(a);
         }
         // The chain is a topological order: ancestors forwards, descendants backwards.
-        let mut ancestors: Vec<Bits> = Vec::with_capacity(n);
-        for preds in &pred {
-            let mut set = Bits::new(n);
-            for &a in preds {
-                set.union_with(&ancestors[a]);
-                set.insert(a);
-            }
-            ancestors.push(set);
-        }
+        let ancestors = closure(&pred);
         let mut descendants = vec![Bits::new(n); n];
         for v in (0..n).rev() {
             let mut set = Bits::new(n);
