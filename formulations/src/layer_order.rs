@@ -163,10 +163,26 @@ impl Dag {
     }
 }
 
+/// `plan.order` for stages that are ranges of the layers in `order`: `None` when that is the
+/// chain's own order.
+pub fn plan_order(order: Vec<usize>) -> Option<Vec<usize>> {
+    (!is_chain(&order)).then_some(order)
+}
+
+fn is_chain(order: &[usize]) -> bool {
+    order.iter().enumerate().all(|(p, &l)| p == l)
+}
+
 /// Checks `order` (the field `plan.order`) against `inst`: a permutation of its layers that
 /// keeps every edge of its `dag` extension forward. Without the extension only the chain's own
 /// order is valid (the chain is all the instance says of the data flow).
 pub fn check_order(inst: &Instance, order: &[usize]) -> Result<(), InputError> {
+    checked(inst, order).map(|_| ())
+}
+
+/// [`check_order`], returning the graph a new order was checked against (`None` for the
+/// chain's own order, which needs none).
+fn checked(inst: &Instance, order: &[usize]) -> Result<Option<Dag>, InputError> {
     let n = inst.num_layers();
     const F: &str = "plan.order";
     if order.len() != n {
@@ -188,26 +204,27 @@ pub fn check_order(inst: &Instance, order: &[usize]) -> Result<(), InputError> {
         }
         position[l] = p;
     }
-    let identity = order.iter().enumerate().all(|(p, &l)| p == l);
-    match Dag::of(inst)? {
-        _ if identity => Ok(()),
-        None => Err(InputError::field(
+    if is_chain(order) {
+        return Ok(None);
+    }
+    let Some(dag) = Dag::of(inst)? else {
+        return Err(InputError::field(
             F,
             format!(
                 "the instance has no extensions.{KEY} (the layer graph, written by `import \
                  --from pipedream`), so its chain order is the only valid one"
             ),
+        ));
+    };
+    match dag.respects(&position) {
+        Some([a, b]) => Err(InputError::field(
+            F,
+            format!(
+                "layer {b} ({}) is placed before layer {a} ({}), whose output it reads",
+                inst.model.layers[b].name, inst.model.layers[a].name
+            ),
         )),
-        Some(dag) => match dag.respects(&position) {
-            Some([a, b]) => Err(InputError::field(
-                F,
-                format!(
-                    "layer {b} ({}) is placed before layer {a} ({}), whose output it reads",
-                    inst.model.layers[b].name, inst.model.layers[a].name
-                ),
-            )),
-            None => Ok(()),
-        },
+        None => Ok(Some(dag)),
     }
 }
 
@@ -217,10 +234,9 @@ pub fn check_order(inst: &Instance, order: &[usize]) -> Result<(), InputError> {
 /// extension, which is renumbered. Other extensions number layers in the original order and
 /// cannot follow: an instance that has any is refused unless `order` is the chain's own.
 pub fn reordered(inst: &Instance, order: &[usize]) -> Result<Instance, InputError> {
-    check_order(inst, order)?;
-    if order.iter().enumerate().all(|(p, &l)| p == l) {
+    let Some(dag) = checked(inst, order)? else {
         return Ok(inst.clone());
-    }
+    };
     if let Some(other) = inst.extensions.keys().find(|k| *k != KEY) {
         return Err(InputError::field(
             "plan.order",
@@ -230,7 +246,6 @@ pub fn reordered(inst: &Instance, order: &[usize]) -> Result<Instance, InputErro
             ),
         ));
     }
-    let dag = Dag::of(inst)?.expect("check_order needs the extension for a new order");
     let n = inst.num_layers();
     let mut position = vec![0; n];
     for (p, &l) in order.iter().enumerate() {
@@ -394,30 +409,23 @@ mod tests {
 
     #[test]
     fn a_graph_that_contradicts_the_chain_is_refused_by_name() {
-        let e = diamond(Some(r#"{"edges": [[0, 1], [2, 1]]}"#))
-            .unwrap_err()
-            .to_string();
-        assert!(
-            e.starts_with("extensions.dag.edges[1]: [2, 1] does not go forward"),
-            "{e}"
+        let refused = |dag: &str, start: &str| {
+            let e = diamond(Some(dag)).unwrap_err().to_string();
+            assert!(e.starts_with(start), "{e}");
+        };
+        refused(
+            r#"{"edges": [[0, 1], [2, 1]]}"#,
+            "extensions.dag.edges[1]: [2, 1] does not go forward",
         );
-        let e = diamond(Some(r#"{"edges": [[0, 9]]}"#))
-            .unwrap_err()
-            .to_string();
-        assert!(
-            e.starts_with("extensions.dag.edges[0]: layer 9 does not exist"),
-            "{e}"
+        refused(
+            r#"{"edges": [[0, 9]]}"#,
+            "extensions.dag.edges[0]: layer 9 does not exist",
         );
         // b's output is not read after c: the cut after b would be 10 bytes, not 30.
-        let e = diamond(Some(
+        refused(
             r#"{"edges": [[0, 1], [0, 2], [2, 3]], "inputs": [{"bytes": 5, "readers": [0]}]}"#,
-        ))
-        .unwrap_err()
-        .to_string();
-        assert!(e.starts_with("model.layers[1].cut: 30 bytes, but"), "{e}");
-        let e = diamond(Some(r#"{"edges": [], "extra": 1}"#))
-            .unwrap_err()
-            .to_string();
-        assert!(e.starts_with("extensions.dag"), "{e}");
+            "model.layers[1].cut: 30 bytes, but",
+        );
+        refused(r#"{"edges": [], "extra": 1}"#, "extensions.dag");
     }
 }

@@ -260,6 +260,27 @@ fn configurations_of(
     out
 }
 
+/// A single level of `machines` GPUs with every setting drawn.
+fn single_level(machines: std::ops::RangeInclusive<usize>) -> impl Strategy<Value = PdConfig> {
+    (
+        machines,
+        any::<bool>(),
+        any::<bool>(),
+        1e9f64..4e10,
+        1e9f64..1e12,
+        proptest::option::of(0.5f64..4.0),
+    )
+        .prop_map(
+            |(machines, replicate, memory_check, memory, bandwidth, ratio)| PdConfig {
+                replicate,
+                memory_check,
+                memory,
+                activation_compression_ratio: ratio,
+                ..PdConfig::single(machines, bandwidth)
+            },
+        )
+}
+
 fn profiles() -> impl Strategy<Value = PdProfile> {
     (1usize..=6).prop_flat_map(|n| {
         (
@@ -284,20 +305,9 @@ proptest! {
     #[test]
     fn dp_equals_brute_force(
         p in profiles(),
-        machines in 1usize..=5,
-        replicate in any::<bool>(),
-        memory_check in any::<bool>(),
-        memory in 1e9f64..4e10,
-        bandwidth in 1e9f64..1e12,
-        activation_compression_ratio in proptest::option::of(0.5f64..4.0),
+        cfg in single_level(1..=5),
     ) {
-        let cfg = PdConfig {
-            replicate,
-            memory_check,
-            memory,
-            activation_compression_ratio,
-            ..PdConfig::single(machines, bandwidth)
-        };
+        let (machines, replicate) = (cfg.levels[0].machines, cfg.replicate);
         let p = PdStates::chain(&p);
         let brute = configurations(p.len(), machines, replicate)
             .into_iter()
@@ -423,26 +433,15 @@ proptest! {
     #[test]
     fn antichain_dp_equals_brute_force(
         text in graphs(),
-        machines in 1usize..=4,
-        replicate in any::<bool>(),
-        memory_check in any::<bool>(),
-        memory in 1e9f64..4e10,
-        bandwidth in 1e9f64..1e12,
-        activation_compression_ratio in proptest::option::of(0.5f64..4.0),
+        cfg in single_level(1..=4),
     ) {
+        let (machines, replicate) = (cfg.levels[0].machines, cfg.replicate);
         let mut opts = pipedream_cluster(machines as u32);
         opts.batch = Some(1);
         let inst = import(Source::PipeDream, &text, &opts).unwrap();
         let states = PdStates::of(&PdProfile::of(&inst));
-        prop_assert!(states.graph);
+        prop_assert!(states.graph());
         prop_assert!(states.len() >= inst.num_layers());
-        let cfg = PdConfig {
-            replicate,
-            memory_check,
-            memory,
-            activation_compression_ratio,
-            ..PdConfig::single(machines, bandwidth)
-        };
         // Every configuration of the states (a stage runs after state `start - 1`); the
         // objective refuses ranges that are not sets of layers.
         let brute = configurations(states.len(), machines, replicate)

@@ -121,11 +121,12 @@ pub(crate) fn judged(inst: &Instance, plan: &Plan) -> (Instance, Plan) {
 /// reason in `notes`. Every number of a returned [`Evaluation`] is finite.
 pub fn evaluate(inst: &Instance, plan: &Plan) -> Result<Evaluation, InputError> {
     inst.validate()?;
-    plan.check(inst)?;
     if plan.order.is_some() {
+        // Resolving checks the order; the plan is checked in it.
         let (inst, plan) = crate::layer_order::resolve(inst, plan)?;
         return evaluate(&inst, &plan);
     }
+    plan.check(inst)?;
     if let Some(b) = plan.schedule.micro_batch() {
         if b != inst.micro_batch() {
             // A plan that chose its own micro-batch size is judged at that size.

@@ -108,20 +108,9 @@ impl Format {
         }
     }
 
-    /// Why the runtime cannot run the plan as it is; empty when it can.
+    /// Why the runtime cannot run the plan as it is; empty when it can. The plan is in the
+    /// chain's order ([`export`] relinearizes a plan with `order` first).
     pub fn limits(self, inst: &Instance, rp: &RuntimePlan) -> Vec<String> {
-        if rp.plan.order.is_some() {
-            return match layer_order::resolve(inst, &rp.plan) {
-                Ok((inst, plan)) => self.limits(
-                    &inst,
-                    &RuntimePlan {
-                        plan: plan.into_owned(),
-                        ..rp.clone()
-                    },
-                ),
-                Err(e) => vec![e.to_string()],
-            };
-        }
         if self != Format::Galvatron {
             if let Some(i) = rp.plan.stages.iter().position(|s| s.ulysses) {
                 let plain = RuntimePlan {
@@ -148,18 +137,9 @@ impl Format {
         }
     }
 
-    /// The nearest plan the runtime runs (its [`Format::limits`] are empty).
+    /// The nearest plan the runtime runs (its [`Format::limits`] are empty), for a plan in the
+    /// chain's order, as [`Format::limits`].
     pub fn nearest(self, inst: &Instance, plan: &Plan) -> Plan {
-        if let Some(order) = &plan.order {
-            // Judged in its order, so the nearest plan keeps it.
-            let Ok((inst, plain)) = layer_order::resolve(inst, plan) else {
-                return plan.clone();
-            };
-            return Plan {
-                order: Some(order.clone()),
-                ..self.nearest(&inst, &plain)
-            };
-        }
         if self != Format::Galvatron && plan.stages.iter().any(|s| s.ulysses) {
             return self.nearest(inst, &without_ulysses(plan));
         }
@@ -233,9 +213,9 @@ impl From<InputError> for ExportError {
 
 /// The plan in the runtime's format, after checking it against the instance.
 pub fn export(format: Format, inst: &Instance, rp: &RuntimePlan) -> Result<String, ExportError> {
-    rp.plan.check(inst)?;
     if rp.plan.order.is_some() {
-        // The runtime sees the layers in the plan's order.
+        // The runtime sees the layers in the plan's order (resolving checks it; the plan is
+        // checked in it).
         let (inst, plan) = layer_order::resolve(inst, &rp.plan)?;
         let plain = RuntimePlan {
             plan: plan.into_owned(),
@@ -249,6 +229,7 @@ pub fn export(format: Format, inst: &Instance, rp: &RuntimePlan) -> Result<Strin
             other => other,
         });
     }
+    rp.plan.check(inst)?;
     let reasons = format.limits(inst, rp);
     if !reasons.is_empty() {
         return Err(ExportError::Inexpressible(Box::new(Inexpressible {

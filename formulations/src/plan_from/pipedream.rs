@@ -60,9 +60,11 @@ pub fn read(text: &str, inst: &Instance, opts: &ReadOptions) -> Result<RuntimePl
         )
     })?;
     let by_node = modules(graph).map_err(|e| e.in_file(std::path::Path::new(name)))?;
-    // Module of every layer, and each module's layer range.
+    // Module and stage of every layer.
+    let stages_n = cfg.stage_to_rank_map.len();
+    let map = &cfg.module_to_stage_map;
     let n = inst.num_layers();
-    let mut module_of = Vec::with_capacity(n);
+    let mut placed = Vec::with_capacity(n);
     for layer in &inst.model.layers {
         let m = by_node.get(&layer.name).copied().ok_or_else(|| {
             bad(
@@ -73,12 +75,6 @@ pub fn read(text: &str, inst: &Instance, opts: &ReadOptions) -> Result<RuntimePl
                 ),
             )
         })?;
-        module_of.push(m);
-    }
-    let stages_n = cfg.stage_to_rank_map.len();
-    let map = &cfg.module_to_stage_map;
-    let mut stage_of_module: BTreeMap<usize, usize> = BTreeMap::new();
-    for &m in &module_of {
         let s = *map.get(m).ok_or_else(|| {
             bad(
                 "module_to_stage_map",
@@ -94,17 +90,16 @@ pub fn read(text: &str, inst: &Instance, opts: &ReadOptions) -> Result<RuntimePl
                 format!("stage {s}, but stage_to_rank_map has {stages_n} stages"),
             ));
         }
-        stage_of_module.insert(m, s);
+        placed.push((s, m));
     }
     // The layers stage after stage, module after module, each in chain order: the plan's layer
     // order. The optimizer cuts its graph at down-sets, so a stage need not be a range of the
     // chain (the plan then names this order; its check needs the instance's layer graph).
     let mut order: Vec<usize> = (0..n).collect();
-    order.sort_by_key(|&l| (stage_of_module[&module_of[l]], module_of[l], l));
+    order.sort_by_key(|&l| (placed[l], l));
     let mut stage_layers: Vec<Option<(usize, usize)>> = vec![None; stages_n];
     for (p, &l) in order.iter().enumerate() {
-        let s = stage_of_module[&module_of[l]];
-        let range = stage_layers[s].get_or_insert((p, p));
+        let range = stage_layers[placed[l].0].get_or_insert((p, p));
         range.1 = p;
     }
     let mut stages = Vec::new();
@@ -148,9 +143,8 @@ pub fn read(text: &str, inst: &Instance, opts: &ReadOptions) -> Result<RuntimePl
             }
         }
     }
-    let chain_order = order.iter().enumerate().all(|(p, &l)| p == l);
     Ok(RuntimePlan::of(Plan {
-        order: (!chain_order).then_some(order),
+        order: crate::layer_order::plan_order(order),
         stages,
         schedule: Schedule::Async {
             period: None,

@@ -151,11 +151,12 @@ impl Timeline {
 
 /// The timeline of `plan` on `inst`; `periods` steady periods for an asynchronous plan.
 pub fn timeline(inst: &Instance, plan: &Plan, periods: usize) -> Result<Timeline, InputError> {
-    plan.check(inst)?;
     if plan.order.is_some() {
+        // Resolving checks the order; the plan is checked in it.
         let (inst, plan) = crate::layer_order::resolve(inst, plan)?;
         return timeline(&inst, &plan, periods);
     }
+    plan.check(inst)?;
     if let Some(b) = plan.schedule.micro_batch() {
         if b != inst.micro_batch() {
             return timeline(&inst.with_micro_batch(b), plan, periods);

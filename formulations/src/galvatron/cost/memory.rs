@@ -1,7 +1,7 @@
 //! A layer's memory under a strategy (`MemoryCostModel`) and Megatron's global memory buffer.
 
 use super::{chunk_like_torch, optimal_chunk, parameter_mb, MB};
-use crate::galvatron::profile::LayerTypes;
+use crate::galvatron::profile::{LayerTypes, OtherMemory};
 use crate::galvatron::settings::PipelineType;
 use crate::galvatron::strategy::Strategy;
 
@@ -168,16 +168,18 @@ pub fn layer_memory(
         } else {
             1.0
         };
-        if pp == 1 {
-            st[0] += o
-                .pp_off
-                .model_states_at(ms_tp)
-                .ok_or_else(|| key("pp_off model_states", ms_tp))?
+        // One vocabulary block: its states at `ms_tp`, sharded by `ratio`, and its activation
+        // at `vtp` for `act` micro-batch shares.
+        let block = |m: &OtherMemory, what: &str, act: f64| -> Result<f64, String> {
+            Ok(m.model_states_at(ms_tp)
+                .ok_or_else(|| key(&format!("{what} model_states"), ms_tp))?
                 * ratio
-                + o.pp_off
-                    .activation_at(vtp)
-                    .ok_or_else(|| key("pp_off activation", vtp))?
-                    * olb;
+                + m.activation_at(vtp)
+                    .ok_or_else(|| key(&format!("{what} activation"), vtp))?
+                    * act)
+        };
+        if pp == 1 {
+            st[0] += block(&o.pp_off, "pp_off", olb)?;
         } else {
             // The engine counts the first stage's embedding activations for `pp` micro-batches
             // in flight and the last stage's head for one (not the layers' 1F1B ratios).
@@ -186,25 +188,9 @@ pub fn layer_memory(
             } else {
                 (olb, olb)
             };
-            st[0] += o
-                .pp_on_first
-                .model_states_at(ms_tp)
-                .ok_or_else(|| key("first-stage model_states", ms_tp))?
-                * ratio
-                + o.pp_on_first
-                    .activation_at(vtp)
-                    .ok_or_else(|| key("first-stage activation", vtp))?
-                    * bf;
+            st[0] += block(&o.pp_on_first, "first-stage", bf)?;
             let last = st.len() - 1;
-            st[last] += o
-                .pp_on_last
-                .model_states_at(ms_tp)
-                .ok_or_else(|| key("last-stage model_states", ms_tp))?
-                * ratio
-                + o.pp_on_last
-                    .activation_at(vtp)
-                    .ok_or_else(|| key("last-stage activation", vtp))?
-                    * bl;
+            st[last] += block(&o.pp_on_last, "last-stage", bl)?;
         }
         for v in st.iter_mut() {
             *v += CONTEXT_MB;

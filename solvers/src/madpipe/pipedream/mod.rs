@@ -109,9 +109,8 @@ pub fn pd_plan(part: &PdPartition) -> Plan {
             }
         })
         .collect();
-    let chain_order = order.iter().enumerate().all(|(p, &l)| p == l);
     Plan {
-        order: (!chain_order).then_some(order),
+        order: pipeplan_formulations::layer_order::plan_order(order),
         stages,
         schedule: async_schedule(None),
     }
@@ -257,41 +256,34 @@ impl Algorithm for PipeDream {
         let profile = PdProfile::of(inst);
         // The optimizer's antichain states when the graph is known and they fit, else the
         // chain's prefixes, with the reason.
-        let (states, cut_at) = match profile
-            .edges
-            .as_ref()
-            .map(|e| PdStates::antichains(&profile, e, MAX_STATES))
-        {
-            None => (
-                PdStates::chain(&profile),
-                "cut at the chain's prefixes (the instance has no layer graph, extensions.dag)"
-                    .to_string(),
-            ),
-            Some(None) => (
-                PdStates::chain(&profile),
-                format!(
-                    "cut at the chain's prefixes: the layer graph has more than {MAX_STATES} \
-                     antichain states (the optimizer would search them all)"
-                ),
-            ),
-            Some(Some(st)) if table_bytes(st.len(), &cfg) > MAX_TABLE_BYTES => (
-                PdStates::chain(&profile),
-                format!(
-                    "cut at the chain's prefixes: the tables for the layer graph's {} antichain \
-                     states would exceed {}",
-                    st.len(),
-                    fmt_bytes(MAX_TABLE_BYTES)
-                ),
-            ),
-            Some(Some(st)) => {
+        let states = PdStates::of(&profile);
+        let (states, cut_at) =
+            if states.graph() && table_bytes(states.len(), &cfg) > MAX_TABLE_BYTES {
                 let note = format!(
-                    "cut at the optimizer's {} antichain states of the layer graph \
-                     (extensions.dag)",
-                    st.len()
+                    "cut at the chain's prefixes: the tables for the layer graph's {} antichain \
+                 states would exceed {}",
+                    states.len(),
+                    fmt_bytes(MAX_TABLE_BYTES)
                 );
-                (st, note)
-            }
-        };
+                (PdStates::chain(&profile), note)
+            } else if states.graph() {
+                let note = format!(
+                "cut at the optimizer's {} antichain states of the layer graph (extensions.dag)",
+                states.len()
+            );
+                (states, note)
+            } else if profile.edges.is_some() {
+                let note = format!(
+                    "cut at the chain's prefixes: the layer graph has more than {MAX_STATES} \
+                 antichain states (the optimizer would search them all), or its states never \
+                 hold every layer (a layer joined to no other)"
+                );
+                (states, note)
+            } else {
+                let note =
+                    "cut at the chain's prefixes (the instance has no layer graph, extensions.dag)";
+                (states, note.to_string())
+            };
         let bytes = table_bytes(states.len(), &cfg);
         if bytes > MAX_TABLE_BYTES {
             return Err(SolveError::Unsupported(Unsupported(format!(

@@ -38,21 +38,33 @@ impl Bits {
 /// come before it), the last one every layer.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PdStates {
-    /// The layers of each state (a down-set of the graph).
-    members: Vec<Bits>,
-    /// The states each state can be cut after (its predecessors in the optimizer's antichain
-    /// DAG, transitively), ascending.
-    preds: Vec<Vec<usize>>,
-    /// `preds` as sets.
-    pred_sets: Vec<Bits>,
+    /// Which layers each state holds and which states precede it.
+    shape: Shape,
     /// Sums over each state's layers, as the optimizer accumulates them.
     pub(super) compute: Vec<f64>,
     pub(super) activation: Vec<f64>,
     pub(super) parameters: Vec<f64>,
     /// Bytes sent after each state (the optimizer's `output_activation_size`).
     pub(super) output: Vec<f64>,
-    /// True for the antichain states of a graph, false for the chain's prefixes.
-    pub graph: bool,
+}
+
+/// The layers of the states and their order.
+#[derive(Debug, Clone, PartialEq)]
+enum Shape {
+    /// State `j` is layers `0..=j`, preceded by every earlier state: nothing to store but
+    /// `0..n`, whose prefixes are the predecessor lists (a long chain would otherwise hold
+    /// n^2 / 2 of them).
+    Chain(Vec<usize>),
+    /// The antichain states of a graph.
+    Graph {
+        /// The layers of each state (a down-set of the graph).
+        members: Vec<Bits>,
+        /// The states each state can be cut after (its predecessors in the optimizer's
+        /// antichain DAG, transitively), ascending.
+        preds: Vec<Vec<usize>>,
+        /// `preds` as sets.
+        pred_sets: Vec<Bits>,
+    },
 }
 
 impl PdStates {
@@ -77,32 +89,18 @@ impl PdStates {
                 })
                 .collect()
         };
-        let mut members = Vec::with_capacity(n);
-        let mut set = Bits::new(n);
-        for j in 0..n {
-            set.insert(j);
-            members.push(set.clone());
-        }
-        let mut pred_sets = Vec::with_capacity(n);
-        let mut below = Bits::new(n);
-        for j in 0..n {
-            pred_sets.push(below.clone());
-            below.insert(j);
-        }
         PdStates {
-            members,
-            preds: (0..n).map(|j| (0..j).collect()).collect(),
-            pred_sets,
+            shape: Shape::Chain((0..n).collect()),
             compute: pre(&p.compute),
             activation: pre(&p.activation),
             parameters: pre(&p.parameters),
             output: p.output.clone(),
-            graph: false,
         }
     }
 
     /// The optimizer's antichain states of the graph `edges` (`[from, to]` between layers of
-    /// the chain, which is a topological order), or `None` when there are more than `limit`.
+    /// the chain, which is a topological order), or `None` when there are more than `limit` or
+    /// none of them holds every layer (a layer joined to no other is never reached).
     pub fn antichains(p: &PdProfile, edges: &[[usize; 2]], limit: usize) -> Option<PdStates> {
         let g = Graph::new(p.len(), edges);
         let (antichains, edges) = g.antichain_dag(limit)?;
@@ -127,7 +125,6 @@ impl PdStates {
         let members: Vec<Bits> = order.iter().map(|&s| downs[s].clone()).collect();
         let sum = |v: &[f64], set: &Bits| set.iter().map(|l| v[l]).sum::<f64>();
         Some(PdStates {
-            preds: pred_sets.iter().map(|s| s.iter().collect()).collect(),
             compute: members.iter().map(|m| sum(&p.compute, m)).collect(),
             activation: members.iter().map(|m| sum(&p.activation, m)).collect(),
             parameters: members.iter().map(|m| sum(&p.parameters, m)).collect(),
@@ -135,40 +132,57 @@ impl PdStates {
                 .iter()
                 .map(|&s| sum(&p.activation, &g.augment(&antichains[s])))
                 .collect(),
-            members,
-            pred_sets,
-            graph: true,
+            shape: Shape::Graph {
+                preds: pred_sets.iter().map(|s| s.iter().collect()).collect(),
+                members,
+                pred_sets,
+            },
         })
     }
 
     /// Number of states.
     pub fn len(&self) -> usize {
-        self.members.len()
+        self.compute.len()
     }
 
     /// True without states.
     pub fn is_empty(&self) -> bool {
-        self.members.is_empty()
+        self.compute.is_empty()
+    }
+
+    /// True for the antichain states of a graph, false for the chain's prefixes.
+    pub fn graph(&self) -> bool {
+        matches!(self.shape, Shape::Graph { .. })
     }
 
     /// The states state `j` can be cut after, ascending.
     pub(super) fn preds(&self, j: usize) -> &[usize] {
-        &self.preds[j]
+        match &self.shape {
+            Shape::Chain(all) => &all[..j],
+            Shape::Graph { preds, .. } => &preds[j],
+        }
     }
 
     /// Whether the range after state `i - 1` (from the start when `i` = 0) to state `j` is a
     /// set of layers: state `i - 1` is a predecessor of state `j`.
     pub(super) fn nested(&self, i: usize, j: usize) -> bool {
-        i == 0 || self.pred_sets[j].contains(i - 1)
+        i == 0
+            || match &self.shape {
+                Shape::Chain(_) => i <= j,
+                Shape::Graph { pred_sets, .. } => pred_sets[j].contains(i - 1),
+            }
     }
 
     /// The layers after state `i - 1` up to state `j` (state `i - 1` precedes state `j`),
     /// ascending.
     pub fn layers(&self, i: usize, j: usize) -> Vec<usize> {
-        self.members[j]
-            .iter()
-            .filter(|&l| i == 0 || !self.members[i - 1].contains(l))
-            .collect()
+        match &self.shape {
+            Shape::Chain(_) => (i..=j).collect(),
+            Shape::Graph { members, .. } => members[j]
+                .iter()
+                .filter(|&l| i == 0 || !members[i - 1].contains(l))
+                .collect(),
+        }
     }
 }
 
