@@ -336,6 +336,11 @@ pub struct CalibrateArgs {
     /// error).
     #[arg(long, short)]
     pub output: Option<PathBuf>,
+    /// The runtime's share of a stage-to-stage transfer hidden behind compute, kept as given
+    /// (the runs cannot tell it from a slower link): 0 for blocking sends, as Megatron-LM's and
+    /// DeepSpeed's pipelines do; 1 for transfers fully overlapped
+    #[arg(long, default_value_t = 0.0, value_name = "SHARE")]
+    pub p2p_overlap: f64,
 }
 
 /// `pipeplan export`.

@@ -1,6 +1,6 @@
 //! The evaluator's free constants, fitted to measured training runs (`docs/calibration.md`).
 //!
-//! A [`Calibration`] holds five physical constants; the identity calibration (the default) leaves
+//! A [`Calibration`] holds six physical constants; the identity calibration (the default) leaves
 //! the reference cost model of `docs/evaluator.md` unchanged. Each constant has one home:
 //!
 //! | constant | what it stands for | applied in |
@@ -8,47 +8,112 @@
 //! | `reserved_memory` | bytes per GPU the framework holds before training (CUDA context, NCCL and cuBLAS buffers, allocator reserve) | [`Instance::usable_memory`], the evaluator's peak |
 //! | `activation_factor` | stored activation bytes per profiled byte (allocator rounding, workspaces kept alive) | [`crate::Chain`] (`saved`) |
 //! | `compute_factor` | compute time in training per profiled compute time | [`crate::Chain`] (`forward`, `backward`, measured degrees) |
-//! | `link_efficiency` | fraction of a link's nominal bandwidth transfers and all-reduces reach | [`Instance::group_bandwidth`] |
-//! | `p2p_overlap` | fraction of a stage-to-stage transfer hidden behind compute (0: the stages wait for it, as with blocking sends) | [`crate::evaluate::pipeline_resources`] |
+//! | `p2p_efficiency` | fraction of a link's nominal bandwidth stage-to-stage transfers reach | [`Instance::group_bandwidth`] with [`Traffic::P2p`] |
+//! | `collective_efficiency` | fraction of a link's nominal bandwidth all-reduces and other collectives reach | [`Instance::group_bandwidth`] with [`Traffic::Collective`] |
+//! | `p2p_overlap` | fraction of a stage-to-stage transfer hidden behind compute (0: the stages wait for it, as with blocking sends) | [`crate::cost::cut_costs`] |
 //!
 //! An instance carries its calibration in the optional `calibration` field; `--calibration FILE`
 //! sets it on every instance a command reads, so the algorithms plan with the same constants
 //! the evaluator judges with.
 
 use crate::error::InputError;
-use crate::instance::Instance;
+use crate::instance::{Instance, Traffic};
 use crate::units;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 
 /// The version tag of a calibration file.
-pub const FORMAT: &str = "pipeplan/calibration@1";
+pub const FORMAT: &str = "pipeplan/calibration@2";
+
+/// The version tag of files written before point-to-point and collective traffic had their own
+/// efficiencies: still read, their `link_efficiency` setting both.
+pub const FORMAT_V1: &str = "pipeplan/calibration@1";
 
 /// The evaluator's free constants. [`Calibration::default`] is the identity.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
+///
+/// Read from JSON, a `link_efficiency` (the single efficiency of `pipeplan/calibration@1`)
+/// stands for both `p2p_efficiency` and `collective_efficiency` where those are not given.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(from = "Fields")]
 pub struct Calibration {
+    /// Bytes per GPU held before training starts (added to every used GPU's peak).
+    #[serde(with = "units::size")]
+    pub reserved_memory: f64,
+    /// Stored activation bytes per profiled byte.
+    pub activation_factor: f64,
+    /// Training compute time per profiled compute time.
+    pub compute_factor: f64,
+    /// Fraction of nominal link bandwidth stage-to-stage transfers reach.
+    pub p2p_efficiency: f64,
+    /// Fraction of nominal link bandwidth collectives (all-reduce, all-gather, all-to-all) reach.
+    pub collective_efficiency: f64,
+    /// Fraction of a stage-to-stage transfer overlapped with compute.
+    pub p2p_overlap: f64,
+}
+
+/// The evaluator's free constants as written (`docs/calibration.md`): an absent one is the
+/// identity's.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(title = "Calibration")]
+struct Fields {
     /// Bytes per GPU held before training starts (added to every used GPU's peak).
     #[serde(default, with = "units::size")]
     #[schemars(with = "f64")]
-    pub reserved_memory: f64,
+    reserved_memory: f64,
     /// Stored activation bytes per profiled byte.
     #[serde(default = "one")]
-    pub activation_factor: f64,
+    activation_factor: f64,
     /// Training compute time per profiled compute time.
     #[serde(default = "one")]
-    pub compute_factor: f64,
-    /// Fraction of nominal link bandwidth reached.
-    #[serde(default = "one")]
-    pub link_efficiency: f64,
+    compute_factor: f64,
+    /// Fraction of nominal link bandwidth stage-to-stage transfers reach (default:
+    /// `link_efficiency`, else 1).
+    #[serde(default)]
+    #[schemars(with = "f64")]
+    p2p_efficiency: Option<f64>,
+    /// Fraction of nominal link bandwidth collectives (all-reduce, all-gather, all-to-all) reach
+    /// (default: `link_efficiency`, else 1).
+    #[serde(default)]
+    #[schemars(with = "f64")]
+    collective_efficiency: Option<f64>,
     /// Fraction of a stage-to-stage transfer overlapped with compute.
     #[serde(default = "one")]
-    pub p2p_overlap: f64,
+    p2p_overlap: f64,
+    /// The single efficiency of every transfer in `pipeplan/calibration@1`: sets
+    /// `p2p_efficiency` and `collective_efficiency` where they are not given.
+    #[serde(default)]
+    #[schemars(with = "f64")]
+    link_efficiency: Option<f64>,
 }
 
 fn one() -> f64 {
     1.0
+}
+
+impl From<Fields> for Calibration {
+    fn from(f: Fields) -> Calibration {
+        let link = f.link_efficiency.unwrap_or(1.0);
+        Calibration {
+            reserved_memory: f.reserved_memory,
+            activation_factor: f.activation_factor,
+            compute_factor: f.compute_factor,
+            p2p_efficiency: f.p2p_efficiency.unwrap_or(link),
+            collective_efficiency: f.collective_efficiency.unwrap_or(link),
+            p2p_overlap: f.p2p_overlap,
+        }
+    }
+}
+
+impl JsonSchema for Calibration {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Calibration".into()
+    }
+
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        Fields::json_schema(generator)
+    }
 }
 
 impl Default for Calibration {
@@ -57,12 +122,16 @@ impl Default for Calibration {
     }
 }
 
+/// Number of constants.
+pub const N: usize = 6;
+
 /// Names and admissible ranges of the constants, in the order of [`Calibration::to_vec`].
-pub const CONSTANTS: [(&str, f64, f64); 5] = [
+pub const CONSTANTS: [(&str, f64, f64); N] = [
     ("reserved_memory", 0.0, f64::INFINITY),
     ("activation_factor", 0.05, 20.0),
     ("compute_factor", 0.05, 20.0),
-    ("link_efficiency", 0.001, 1.0),
+    ("p2p_efficiency", 0.001, 1.0),
+    ("collective_efficiency", 0.001, 1.0),
     ("p2p_overlap", 0.0, 1.0),
 ];
 
@@ -72,29 +141,40 @@ impl Calibration {
         reserved_memory: 0.0,
         activation_factor: 1.0,
         compute_factor: 1.0,
-        link_efficiency: 1.0,
+        p2p_efficiency: 1.0,
+        collective_efficiency: 1.0,
         p2p_overlap: 1.0,
     };
 
     /// The constants in the order of [`CONSTANTS`].
-    pub fn to_vec(&self) -> [f64; 5] {
+    pub fn to_vec(&self) -> [f64; N] {
         [
             self.reserved_memory,
             self.activation_factor,
             self.compute_factor,
-            self.link_efficiency,
+            self.p2p_efficiency,
+            self.collective_efficiency,
             self.p2p_overlap,
         ]
     }
 
     /// The calibration with the constants `v` (order of [`CONSTANTS`]).
-    pub fn from_vec(v: [f64; 5]) -> Calibration {
+    pub fn from_vec(v: [f64; N]) -> Calibration {
         Calibration {
             reserved_memory: v[0],
             activation_factor: v[1],
             compute_factor: v[2],
-            link_efficiency: v[3],
-            p2p_overlap: v[4],
+            p2p_efficiency: v[3],
+            collective_efficiency: v[4],
+            p2p_overlap: v[5],
+        }
+    }
+
+    /// The share of nominal bandwidth `traffic` reaches.
+    pub fn efficiency(&self, traffic: Traffic) -> f64 {
+        match traffic {
+            Traffic::P2p => self.p2p_efficiency,
+            Traffic::Collective => self.collective_efficiency,
         }
     }
 
@@ -149,11 +229,11 @@ impl CalibrationFile {
     pub fn from_json(text: &str) -> Result<CalibrationFile, InputError> {
         let doc: serde_json::Value = crate::error::parse_json(text, "calibration")?;
         match doc.get("format").and_then(|f| f.as_str()) {
-            Some(FORMAT) => {}
+            Some(FORMAT | FORMAT_V1) => {}
             Some(other) => {
                 return Err(InputError::field(
                     "format",
-                    format!("expected \"{FORMAT}\", found {other:?}"),
+                    format!("expected \"{FORMAT}\" (or \"{FORMAT_V1}\"), found {other:?}"),
                 ))
             }
             None => {
@@ -163,8 +243,10 @@ impl CalibrationFile {
                 ))
             }
         }
-        let file: CalibrationFile = crate::error::parse_json(text, "calibration")?;
+        let mut file: CalibrationFile = crate::error::parse_json(text, "calibration")?;
         file.constants.check("constants")?;
+        // Read in the current form: written back, it says what it holds.
+        file.format = FORMAT.to_string();
         Ok(file)
     }
 
@@ -211,18 +293,46 @@ mod tests {
         let f = CalibrationFile::new(Calibration::IDENTITY, serde_json::Value::Null);
         let back = CalibrationFile::from_json(&f.to_json()).unwrap();
         assert_eq!(back, f);
-        let bad = r#"{"format": "pipeplan/calibration@1", "constants": {"link_efficiency": 1.5}}"#;
+        let bad =
+            r#"{"format": "pipeplan/calibration@2", "constants": {"collective_efficiency": 1.5}}"#;
         let e = CalibrationFile::from_json(bad).unwrap_err().to_string();
-        assert!(e.contains("constants.link_efficiency"), "{e}");
+        assert!(e.contains("constants.collective_efficiency"), "{e}");
         assert!(e.contains("between 0.001 and 1"), "{e}");
         let e = CalibrationFile::from_json(r#"{"constants": {}}"#)
             .unwrap_err()
             .to_string();
         assert!(e.contains("format"), "{e}");
+        let e = CalibrationFile::from_json(
+            r#"{"format": "pipeplan/calibration@2", "constants": {"link_eficiency": 0.5}}"#,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("link_eficiency"), "{e}");
         let units =
-            r#"{"format": "pipeplan/calibration@1", "constants": {"reserved_memory": "4 GiB"}}"#;
+            r#"{"format": "pipeplan/calibration@2", "constants": {"reserved_memory": "4 GiB"}}"#;
         let c = CalibrationFile::from_json(units).unwrap().constants;
         assert_eq!(c.reserved_memory, 4.0 * 1024.0 * 1024.0 * 1024.0);
         assert_eq!(c.compute_factor, 1.0);
+    }
+
+    #[test]
+    fn a_version_1_link_efficiency_sets_both_traffics() {
+        let v1 = r#"{"format": "pipeplan/calibration@1",
+                     "constants": {"link_efficiency": 0.25, "p2p_overlap": 0.5}}"#;
+        let f = CalibrationFile::from_json(v1).unwrap();
+        assert_eq!(f.constants.p2p_efficiency, 0.25);
+        assert_eq!(f.constants.collective_efficiency, 0.25);
+        assert_eq!(f.constants.p2p_overlap, 0.5);
+        assert_eq!(f.format, FORMAT, "read in the current form");
+        // Written back, it names the two efficiencies and reads the same.
+        let text = f.to_json();
+        assert!(!text.contains("link_efficiency"), "{text}");
+        assert_eq!(CalibrationFile::from_json(&text).unwrap(), f);
+        // An explicit efficiency wins over the former single one.
+        let both = r#"{"format": "pipeplan/calibration@2",
+                       "constants": {"link_efficiency": 0.25, "collective_efficiency": 0.5}}"#;
+        let c = CalibrationFile::from_json(both).unwrap().constants;
+        assert_eq!((c.p2p_efficiency, c.collective_efficiency), (0.25, 0.5));
+        assert_eq!(c.efficiency(Traffic::Collective), 0.5);
     }
 }

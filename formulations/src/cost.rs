@@ -13,7 +13,7 @@
 //! compute per micro-batch.
 
 use crate::error::InputError;
-use crate::instance::{Chain, Instance, ScheduleKind};
+use crate::instance::{Chain, Instance, ScheduleKind, Traffic};
 use crate::plan::{Plan, Stage};
 
 /// Ring all-reduce time (ms) of `bytes` over `d` participants at `bw` bytes/s: 2(d-1)/d x bytes/bw.
@@ -250,7 +250,7 @@ pub fn stage_cost_with(
 ) -> StageCost {
     let (k, l) = (st.first, st.last + 1);
     let w = st.width();
-    let tp_bw = inst.group_bandwidth(&st.gpus);
+    let tp_bw = inst.group_bandwidth(&st.gpus, Traffic::Collective);
     let ckpt = |i: usize| st.checkpoint.contains(&i);
     // Layers measured at the stage's tensor-parallel degree: their per-GPU numbers times the
     // degree stand for the whole group's, so the division by `tp` below gives them back, and
@@ -314,7 +314,7 @@ pub fn stage_cost_with(
     if st.sdp {
         states /= sharers as f64;
     }
-    let dp_bw = inst.group_bandwidth(&st.gpus);
+    let dp_bw = inst.group_bandwidth(&st.gpus, Traffic::Collective);
     let mut grad_sync = allreduce_ms(weights / split, sharers, dp_bw);
     if st.sdp {
         grad_sync *= 1.5;
@@ -394,7 +394,7 @@ pub fn cut_costs(inst: &Instance, chain: &Chain, plan: &Plan) -> Vec<CutCost> {
             // The slowest pair decides; replicas exchange their shares in parallel.
             let mut all: Vec<u32> = a.gpus.clone();
             all.extend(&b.gpus);
-            let bw = inst.group_bandwidth(&all);
+            let bw = inst.group_bandwidth(&all, Traffic::P2p);
             let lanes = a.dp.min(b.dp) as f64;
             let full = chain.cut[a.last] / lanes / bw * 1e3;
             CutCost {

@@ -406,20 +406,20 @@ impl Instance {
         self.cluster.gpus_per_node.unwrap_or(self.cluster.gpus)
     }
 
-    /// Bandwidth inside a node, scaled by the calibration's `link_efficiency`.
-    pub fn intra_node_bandwidth(&self) -> f64 {
-        self.cluster.bandwidth.intra_node * self.calibration().link_efficiency
+    /// Bandwidth inside a node that `traffic` reaches: the nominal one scaled by the
+    /// calibration's efficiency for that traffic.
+    pub fn intra_node_bandwidth(&self, traffic: Traffic) -> f64 {
+        self.cluster.bandwidth.intra_node * self.calibration().efficiency(traffic)
     }
 
-    /// Bandwidth between nodes (default: inside a node), scaled by the calibration's
-    /// `link_efficiency`.
-    pub fn inter_node_bandwidth(&self) -> f64 {
+    /// Bandwidth between nodes (default: inside a node) that `traffic` reaches.
+    pub fn inter_node_bandwidth(&self, traffic: Traffic) -> f64 {
         let nominal = self
             .cluster
             .bandwidth
             .inter_node
             .unwrap_or(self.cluster.bandwidth.intra_node);
-        nominal * self.calibration().link_efficiency
+        nominal * self.calibration().efficiency(traffic)
     }
 
     /// Node index of a GPU.
@@ -427,26 +427,36 @@ impl Instance {
         gpu / self.gpus_per_node()
     }
 
-    /// Bandwidth of the slowest link inside a set of GPUs (intra-node if they share a node).
-    /// Calibrated, like [`Instance::intra_node_bandwidth`] and [`Instance::inter_node_bandwidth`].
-    pub fn group_bandwidth(&self, gpus: &[u32]) -> f64 {
+    /// Bandwidth `traffic` reaches over the slowest link inside a set of GPUs (intra-node if
+    /// they share a node).
+    pub fn group_bandwidth(&self, gpus: &[u32], traffic: Traffic) -> f64 {
         let first = gpus.first().map(|&g| self.node_of(g));
         if gpus.iter().all(|&g| Some(self.node_of(g)) == first) {
-            self.intra_node_bandwidth()
+            self.intra_node_bandwidth(traffic)
         } else {
-            self.inter_node_bandwidth()
+            self.inter_node_bandwidth(traffic)
         }
     }
 
-    /// Bandwidth between two GPUs.
+    /// Bandwidth of a point-to-point transfer between two GPUs.
     pub fn link_bandwidth(&self, a: u32, b: u32) -> f64 {
-        self.group_bandwidth(&[a, b])
+        self.group_bandwidth(&[a, b], Traffic::P2p)
     }
 
     /// The chain in canonical per-micro-batch form at the trained micro-batch size.
     pub fn chain(&self) -> Chain {
         Chain::new(self)
     }
+}
+
+/// What kind of traffic a transfer is, for the share of a link's bandwidth it reaches
+/// (`docs/calibration.md`: the calibration's `p2p_efficiency` and `collective_efficiency`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Traffic {
+    /// A stage-to-stage send of activations or gradients.
+    P2p,
+    /// A collective among a group: all-reduce, all-gather, all-to-all.
+    Collective,
 }
 
 /// The layer chain with every default resolved and scaled to the trained micro-batch:

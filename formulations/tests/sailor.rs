@@ -118,6 +118,9 @@ fn measured_runs_are_judged_or_reported_with_the_reason() {
             assert_eq!(m.dataset, r.dataset);
             let p = m.predict(&Calibration::IDENTITY).unwrap();
             assert!(p.iteration_ms > 0.0 && p.peak_memory > 0.0, "{}", r.name);
+            // Every run recorded its gradient reduction (`red_grads`), within the iteration.
+            let sync = m.grad_sync_ms.unwrap_or(-1.0);
+            assert!(sync > 0.0 && sync < m.iteration_ms, "{}: {sync}", r.name);
         }
     }
 }
@@ -126,13 +129,14 @@ const PLAN: &str = r#"{
   "pipeline_list": [{"num_stages": 2, "layers_per_stage": [[0, 1], [2, 3]],
     "tmp_per_stage": [[[[["X", 4, "z"]], 2], [[["X", 4, "z"]], 2]], [[[["X", 4, "z"]], 2], [[["X", 4, "z"]], 2]]],
     "dp": [2, 2]}],
-  "mbs": 2, "gbs": 16, "real": 1.5, "max_mem": 1000
+  "mbs": 2, "gbs": 16, "real": 1.5, "max_mem": 1000, "red_grads": 0.25
 }"#;
 
 #[test]
 fn plan_files_become_plans_and_bad_ones_name_the_field() {
     let sp = SailorPlan::from_json(PLAN).unwrap();
     assert_eq!(sp.measured_iteration_ms, Some(1500.0));
+    assert_eq!(sp.measured_grad_sync_ms, Some(250.0));
     let inst = four_layers(8);
     let plan = sp.to_plan(&inst).unwrap();
     assert_eq!(plan.stages[0].gpus, vec![0, 1, 2, 3]);
@@ -156,6 +160,15 @@ fn plan_files_become_plans_and_bad_ones_name_the_field() {
         e.contains("real") && e.contains("not a positive number"),
         "{e}"
     );
+    let e = bad("\"red_grads\": 0.25", "\"red_grads\": \"fast\"");
+    assert!(e.contains("red_grads") && e.contains(">= 0"), "{e}");
+    let e = bad("\"red_grads\": 0.25", "\"red_grads\": 2.5");
+    assert!(
+        e.contains("red_grads") && e.contains("longer than the iteration"),
+        "{e}"
+    );
+    let none = SailorPlan::from_json(&PLAN.replace(", \"red_grads\": 0.25", "")).unwrap();
+    assert_eq!(none.measured_grad_sync_ms, None, "optional");
     let e = bad("[[0, 1], [2, 3]]", "[[0, 1], [1, 3]]");
     assert!(
         e.contains("layer 1 is listed 2 times") && e.contains("[2]"),
@@ -291,11 +304,47 @@ fn calibration_constants_act_where_documented() {
     });
     assert!(blocking.stage_time[0] > base.stage_time[0]);
     assert!(blocking.iteration_ms > base.iteration_ms);
-    let slow_link = with(Calibration {
-        link_efficiency: 0.01,
+    // A slow point-to-point link lengthens the iteration, not the gradient reduction; slow
+    // collectives lengthen the reduction of data-parallel stages and nothing else.
+    let slow_p2p = with(Calibration {
+        p2p_efficiency: 0.01,
         ..Calibration::IDENTITY
     });
-    assert!(slow_link.iteration_ms > base.iteration_ms);
+    assert!(slow_p2p.iteration_ms > base.iteration_ms);
+    let replicated = Plan {
+        stages: plan
+            .stages
+            .iter()
+            .map(|s| Stage {
+                dp: 2,
+                tp: 1,
+                ..s.clone()
+            })
+            .collect(),
+        ..plan.clone()
+    };
+    let sync = |c: Calibration| {
+        let ev = evaluate(&inst.calibrated(&c), &replicated).unwrap();
+        (ev.grad_sync_ms.unwrap(), ev.iteration_ms.unwrap())
+    };
+    let (sync0, it0) = sync(Calibration::IDENTITY);
+    assert!(sync0 > 0.0);
+    let (sync_p2p, _) = sync(Calibration {
+        p2p_efficiency: 0.01,
+        ..Calibration::IDENTITY
+    });
+    assert_eq!(sync_p2p, sync0);
+    let (sync_slow, it_slow) = sync(Calibration {
+        collective_efficiency: 0.5,
+        ..Calibration::IDENTITY
+    });
+    assert!((sync_slow - 2.0 * sync0).abs() < 1e-9 * sync0);
+    assert!((it_slow - it0 - sync0).abs() < 1e-9 * it0);
+    assert_eq!(
+        base.grad_sync_ms,
+        Some(0.0),
+        "one replica: nothing to reduce"
+    );
     let more_acts = with(Calibration {
         activation_factor: 3.0,
         ..Calibration::IDENTITY

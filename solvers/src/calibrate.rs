@@ -1,11 +1,15 @@
 //! Fitting the evaluator's constants to measured runs (`docs/calibration.md`).
 //!
-//! Peak memory depends only on `reserved_memory` and `activation_factor`, iteration time only on
-//! `compute_factor`, `link_efficiency` and `p2p_overlap`; the two groups are fitted apart. Each
-//! fit minimises a robust (soft-L1) loss of the relative errors, `sum 2 (sqrt(1 + (e / 5%)^2) -
-//! 1)`, so that one anomalous run cannot drag the constants, with argmin's Nelder-Mead from a
-//! fixed set of starts (the best result wins: deterministic). Leave-one-out cross-validation
-//! refits without each run and scores that run, so a fit that only memorises shows.
+//! Each constant is fitted to what measures it, in three groups: peak memory fixes
+//! `reserved_memory` and `activation_factor`; the measured gradient reductions of runs with data
+//! parallelism fix `collective_efficiency`; iteration times then fix `compute_factor` and
+//! `p2p_efficiency` (and `collective_efficiency` when no run measured a reduction).
+//! `p2p_overlap` is not fitted: a blocking transfer and a slower link cost the stages alike, so
+//! the runs cannot tell them apart; it is the runtime's, given by the caller. Each fit minimises
+//! a robust (soft-L1) loss of the relative errors, `sum 2 (sqrt(1 + (e / 5%)^2) - 1)`, so that one
+//! anomalous run cannot drag the constants, with argmin's Nelder-Mead from a fixed set of starts
+//! (the best result wins: deterministic). Leave-one-out cross-validation refits without each run
+//! and scores that run, so a fit that only memorises shows.
 
 use argmin::core::{CostFunction, Error, Executor, State};
 use argmin::solver::neldermead::NelderMead;
@@ -20,12 +24,36 @@ const LOSS_SCALE: f64 = 0.05;
 const ITERATIONS: u64 = 400;
 /// Bytes per unit of the fitted reserve (well-conditioned simplex).
 const GB: f64 = 1e9;
+/// Indices in [`CONSTANTS`].
+const RESERVED: usize = 0;
+const ACTIVATION: usize = 1;
+const COMPUTE: usize = 2;
+const P2P: usize = 3;
+const COLLECTIVE: usize = 4;
+const OVERLAP: usize = 5;
+
+/// How the fit runs.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Options {
+    /// The runtime's `p2p_overlap` (0: blocking sends, as Megatron-LM's and DeepSpeed's
+    /// pipelines wait for theirs), kept as given.
+    pub p2p_overlap: f64,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options { p2p_overlap: 0.0 }
+    }
+}
 
 /// The constants fitted to runs, with the scores they give.
 #[derive(Debug, Clone)]
 pub struct Fit {
     /// The fitted constants.
     pub constants: Calibration,
+    /// Runs whose measured gradient reduction fixed `collective_efficiency` (0: none did, and
+    /// iteration times fixed it).
+    pub sync_runs: usize,
     /// Every run under the identity calibration.
     pub before: Vec<Score>,
     /// Every run under the fitted constants (in-sample).
@@ -34,24 +62,54 @@ pub struct Fit {
     pub cross_validated: Vec<Score>,
 }
 
-/// Which constants a group fits, as (index in [`CONSTANTS`], scale of the fitted value).
-struct Group {
-    members: &'static [(usize, f64)],
-    starts: &'static [&'static [f64]],
-    time: bool,
+/// What a group's constants are fitted to.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Target {
+    Memory,
+    GradSync,
+    Time,
 }
 
-const MEMORY: Group = Group {
-    members: &[(0, GB), (1, 1.0)],
-    starts: &[&[0.0, 1.0], &[4.0, 1.0]],
-    time: false,
-};
+/// Which constants a group fits, as (index in [`CONSTANTS`], scale of the fitted value).
+struct Group {
+    members: Vec<(usize, f64)>,
+    starts: Vec<Vec<f64>>,
+    target: Target,
+}
 
-const TIME: Group = Group {
-    members: &[(2, 1.0), (3, 1.0), (4, 1.0)],
-    starts: &[&[1.0, 1.0, 1.0], &[1.0, 0.5, 0.0], &[1.0, 0.25, 0.5]],
-    time: true,
-};
+/// The groups, in fitting order: collective traffic joins the time group when no run measured a
+/// gradient reduction.
+fn groups(with_sync: bool) -> Vec<Group> {
+    let memory = Group {
+        members: vec![(RESERVED, GB), (ACTIVATION, 1.0)],
+        starts: vec![vec![0.0, 1.0], vec![4.0, 1.0]],
+        target: Target::Memory,
+    };
+    let mut time = Group {
+        members: vec![(COMPUTE, 1.0), (P2P, 1.0)],
+        starts: vec![vec![1.0, 1.0], vec![1.0, 0.5], vec![1.0, 0.25]],
+        target: Target::Time,
+    };
+    if !with_sync {
+        time.members.push((COLLECTIVE, 1.0));
+        for s in &mut time.starts {
+            s.push(s[1]);
+        }
+        return vec![memory, time];
+    }
+    let sync = Group {
+        members: vec![(COLLECTIVE, 1.0)],
+        starts: vec![vec![1.0], vec![0.5], vec![0.25]],
+        target: Target::GradSync,
+    };
+    vec![memory, sync, time]
+}
+
+/// Whether a run measured a gradient reduction the evaluator predicts (data parallelism).
+fn measures_sync(run: &Measured) -> Result<bool, InputError> {
+    Ok(run.grad_sync_ms.is_some_and(|s| s > 0.0)
+        && run.predict(&Calibration::IDENTITY)?.grad_sync_ms > 0.0)
+}
 
 /// The loss of one group's constants `x` over `runs`, on top of `base`.
 struct Loss<'a> {
@@ -87,10 +145,10 @@ impl CostFunction for Loss<'_> {
         let mut total = 0.0;
         for run in self.runs {
             let p = run.predict(&cal)?;
-            let (got, want) = if self.group.time {
-                (p.iteration_ms, run.iteration_ms)
-            } else {
-                (p.peak_memory, run.peak_memory)
+            let (got, want) = match self.group.target {
+                Target::Memory => (p.peak_memory, run.peak_memory),
+                Target::Time => (p.iteration_ms, run.iteration_ms),
+                Target::GradSync => (p.grad_sync_ms, run.grad_sync_ms.unwrap_or(0.0)),
             };
             let e = (got - want) / want / LOSS_SCALE;
             total += 2.0 * ((1.0 + e * e).sqrt() - 1.0);
@@ -138,10 +196,27 @@ fn fit_group(
     })
 }
 
-/// Both groups fitted over `runs`; `starts` of each group (scaled values) in group order.
-fn fit_all(runs: &[&Measured], starts: [&[Vec<f64>]; 2]) -> Result<Calibration, InputError> {
-    let mem = fit_group(runs, Calibration::IDENTITY, &MEMORY, starts[0])?;
-    fit_group(runs, mem, &TIME, starts[1])
+/// Every group fitted over `runs` (each with whether it measures a gradient reduction, see
+/// [`measures_sync`]) in turn, each on top of the previous ones, from the `starts` of each group
+/// (scaled values).
+fn fit_all(
+    runs: &[(&Measured, bool)],
+    options: &Options,
+    starts: &dyn Fn(&Group) -> Vec<Vec<f64>>,
+) -> Result<Calibration, InputError> {
+    let mut v = Calibration::IDENTITY.to_vec();
+    v[OVERLAP] = options.p2p_overlap;
+    let mut cal = Calibration::from_vec(v);
+    let syncing: Vec<&Measured> = runs.iter().filter(|r| r.1).map(|r| r.0).collect();
+    let all: Vec<&Measured> = runs.iter().map(|r| r.0).collect();
+    for g in groups(!syncing.is_empty()) {
+        let chosen = match g.target {
+            Target::GradSync => &syncing,
+            _ => &all,
+        };
+        cal = fit_group(chosen, cal, &g, &starts(&g))?;
+    }
+    Ok(cal)
 }
 
 fn group_values(cal: &Calibration, group: &Group) -> Vec<f64> {
@@ -149,12 +224,8 @@ fn group_values(cal: &Calibration, group: &Group) -> Vec<f64> {
     group.members.iter().map(|&(i, s)| v[i] / s).collect()
 }
 
-fn default_starts(group: &Group) -> Vec<Vec<f64>> {
-    group.starts.iter().map(|s| s.to_vec()).collect()
-}
-
 /// Fits the constants to `runs`, with scores before, after and cross-validated.
-pub fn fit(runs: &[Measured]) -> Result<Fit, InputError> {
+pub fn fit(runs: &[Measured], options: &Options) -> Result<Fit, InputError> {
     if runs.len() < 2 {
         return Err(InputError::field(
             "calibrate",
@@ -164,33 +235,152 @@ pub fn fit(runs: &[Measured]) -> Result<Fit, InputError> {
             ),
         ));
     }
-    let all: Vec<&Measured> = runs.iter().collect();
-    let mem_starts = default_starts(&MEMORY);
-    let time_starts = default_starts(&TIME);
-    let constants = fit_all(&all, [&mem_starts, &time_starts])?;
+    let (_, lo, hi) = CONSTANTS[OVERLAP];
+    if !(lo..=hi).contains(&options.p2p_overlap) {
+        return Err(InputError::field(
+            "p2p_overlap",
+            format!(
+                "must be between {lo} and {hi}, found {}",
+                options.p2p_overlap
+            ),
+        ));
+    }
+    let flagged: Vec<(&Measured, bool)> = runs
+        .iter()
+        .map(|r| Ok((r, measures_sync(r)?)))
+        .collect::<Result<_, InputError>>()?;
+    let sync_runs = flagged.iter().filter(|r| r.1).count();
+    let constants = fit_all(&flagged, options, &|g| g.starts.clone())?;
     let score = |cal: &Calibration| -> Result<Vec<Score>, InputError> {
         runs.iter().map(|r| r.score(cal)).collect()
     };
     let before = score(&Calibration::IDENTITY)?;
     let after = score(&constants)?;
     // Leave-one-out: refit from the full fit's constants and the first default start.
+    let loo_starts = |g: &Group| vec![group_values(&constants, g), g.starts[0].clone()];
     let mut cross_validated = Vec::with_capacity(runs.len());
-    for i in 0..runs.len() {
-        let rest: Vec<&Measured> = runs
+    for (i, run) in runs.iter().enumerate() {
+        let rest: Vec<(&Measured, bool)> = flagged
             .iter()
             .enumerate()
             .filter(|&(j, _)| j != i)
-            .map(|(_, r)| r)
+            .map(|(_, &r)| r)
             .collect();
-        let ms = [group_values(&constants, &MEMORY), mem_starts[0].clone()];
-        let ts = [group_values(&constants, &TIME), time_starts[0].clone()];
-        let cal = fit_all(&rest, [&ms, &ts])?;
-        cross_validated.push(runs[i].score(&cal)?);
+        let cal = fit_all(&rest, options, &loo_starts)?;
+        cross_validated.push(run.score(&cal)?);
     }
     Ok(Fit {
         constants,
+        sync_runs,
         before,
         after,
         cross_validated,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pipeplan_formulations::evaluate::evaluate;
+    use pipeplan_formulations::testing::chain;
+    use pipeplan_formulations::{Instance, Plan, Schedule, Stage};
+
+    /// Eight layers of 4 ms forward, 50 MB of weights and 20 MB of output each, on 8 GPUs.
+    fn instance() -> Instance {
+        let mut inst = chain(&[4.0; 8], 8);
+        for l in &mut inst.model.layers {
+            l.weights = 5e7;
+            l.output = 2e7;
+        }
+        inst.cluster.memory = 80e9;
+        inst
+    }
+
+    /// Stages of equal length, `dp` replicas each, on consecutive GPUs.
+    fn plan(stages: usize, dp: u32, micro_batches: u32) -> Plan {
+        let per = 8 / stages;
+        Plan {
+            order: None,
+            stages: (0..stages)
+                .map(|s| Stage {
+                    dp,
+                    gpus: (0..dp).map(|r| (s as u32) * dp + r).collect(),
+                    ..Stage::single(s * per, (s + 1) * per - 1, s as u32 * dp)
+                })
+                .collect(),
+            schedule: Schedule::OneFOneB {
+                micro_batches: Some(micro_batches),
+                micro_batch: None,
+            },
+        }
+    }
+
+    /// A run measured as the evaluator predicts it under `truth`.
+    fn measured(name: &str, plan: Plan, truth: &Calibration) -> Measured {
+        let inst = instance();
+        let ev = evaluate(&inst.calibrated(truth), &plan).unwrap();
+        Measured {
+            name: name.into(),
+            dataset: "synthetic".into(),
+            instance: inst,
+            plan,
+            iteration_ms: ev.iteration_ms.unwrap(),
+            peak_memory: ev.max_memory,
+            grad_sync_ms: ev.grad_sync_ms,
+        }
+    }
+
+    #[test]
+    fn recovers_the_constants_that_made_the_runs() {
+        let truth = Calibration {
+            reserved_memory: 3e9,
+            activation_factor: 1.2,
+            compute_factor: 0.9,
+            p2p_efficiency: 0.3,
+            collective_efficiency: 0.6,
+            p2p_overlap: 0.0,
+        };
+        let runs = vec![
+            measured("2x2", plan(2, 2, 4), &truth),
+            measured("4x2", plan(4, 2, 8), &truth),
+            measured("4x1", plan(4, 1, 16), &truth),
+            measured("1x4", plan(1, 4, 2), &truth),
+            measured("8x1", plan(8, 1, 8), &truth),
+        ];
+        let fit = fit(&runs, &Options::default()).unwrap();
+        assert_eq!(
+            fit.sync_runs, 3,
+            "the data-parallel runs measure a reduction"
+        );
+        let (got, want) = (fit.constants.to_vec(), truth.to_vec());
+        for ((name, _, _), (g, w)) in CONSTANTS.iter().zip(got.iter().zip(want)) {
+            assert!((g - w).abs() <= 1e-3 * w.max(1.0), "{name}: {g} vs {w}");
+        }
+        for s in fit.after.iter().chain(&fit.cross_validated) {
+            assert!(s.time_error.abs() < 1e-3, "{}: {}", s.name, s.time_error);
+            assert!(
+                s.memory_error.abs() < 1e-3,
+                "{}: {}",
+                s.name,
+                s.memory_error
+            );
+        }
+        // Without measured reductions, iteration times fix the collective efficiency too.
+        let blind: Vec<Measured> = runs
+            .iter()
+            .map(|r| Measured {
+                grad_sync_ms: None,
+                ..r.clone()
+            })
+            .collect();
+        let fit = super::fit(&blind, &Options::default()).unwrap();
+        assert_eq!(fit.sync_runs, 0);
+        for s in &fit.after {
+            assert!(s.time_error.abs() < 1e-3, "{}: {}", s.name, s.time_error);
+        }
+        let e = super::fit(&runs, &Options { p2p_overlap: 1.5 })
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("p2p_overlap") && e.contains("1.5"), "{e}");
+    }
 }

@@ -5,7 +5,9 @@ use crate::cli::{AccuracyArgs, CalibrateArgs, RunsArgs};
 use crate::report;
 use crate::table::Table;
 use pipeplan_formulations::calibration::{Calibration, CalibrationFile};
-use pipeplan_formulations::evaluate::accuracy::{summarize, Measured, Score, Summary};
+use pipeplan_formulations::evaluate::accuracy::{
+    median_abs, relative, summarize, worst_abs, Measured, Score, Summary,
+};
 use pipeplan_formulations::import::sailor::runs::{collect, Outcome, Run, RunOptions};
 use pipeplan_formulations::units::{fmt_bytes, fmt_ms};
 use serde::Serialize;
@@ -166,6 +168,8 @@ pub fn accuracy(a: AccuracyArgs) -> Result<(), Failure> {
                 predicted_peak_memory: Option<f64>,
                 measured_peak_memory: Option<f64>,
                 memory_error: Option<f64>,
+                predicted_grad_sync_ms: Option<f64>,
+                measured_grad_sync_ms: Option<f64>,
                 reason: &'a str,
             }
             let mut rows: Vec<Row> = scores
@@ -180,6 +184,8 @@ pub fn accuracy(a: AccuracyArgs) -> Result<(), Failure> {
                     predicted_peak_memory: Some(s.predicted_peak_memory),
                     measured_peak_memory: Some(s.measured_peak_memory),
                     memory_error: Some(s.memory_error),
+                    predicted_grad_sync_ms: Some(s.predicted_grad_sync_ms),
+                    measured_grad_sync_ms: s.measured_grad_sync_ms,
                     reason: "",
                 })
                 .collect();
@@ -193,6 +199,8 @@ pub fn accuracy(a: AccuracyArgs) -> Result<(), Failure> {
                 predicted_peak_memory: None,
                 measured_peak_memory: None,
                 memory_error: None,
+                predicted_grad_sync_ms: None,
+                measured_grad_sync_ms: None,
                 reason: &n.reason,
             }));
             report::csv(&rows)
@@ -221,10 +229,57 @@ pub fn accuracy(a: AccuracyArgs) -> Result<(), Failure> {
     write_or_print(None, &text)
 }
 
+/// Median and worst absolute relative error of the evaluated gradient reduction, over the runs
+/// that measured one with data parallelism.
+#[derive(Debug, Serialize)]
+struct SyncSummary {
+    label: String,
+    runs: usize,
+    median: f64,
+    worst: f64,
+}
+
+fn sync_summary(label: &str, scores: &[Score]) -> SyncSummary {
+    let errors: Vec<f64> = scores
+        .iter()
+        .filter(|s| s.predicted_grad_sync_ms > 0.0)
+        .filter_map(|s| {
+            s.measured_grad_sync_ms
+                .filter(|&m| m > 0.0)
+                .map(|m| relative(s.predicted_grad_sync_ms, m))
+        })
+        .collect();
+    SyncSummary {
+        label: label.to_string(),
+        runs: errors.len(),
+        median: median_abs(&errors),
+        worst: worst_abs(&errors),
+    }
+}
+
+fn sync_table(rows: &[SyncSummary]) -> String {
+    let mut t = Table::new(
+        &["gradient reduction", "runs", "median", "worst"],
+        &[1, 2, 3],
+    );
+    for r in rows {
+        t.row(vec![
+            r.label.clone(),
+            r.runs.to_string(),
+            abs_pct(r.median),
+            abs_pct(r.worst),
+        ]);
+    }
+    t.render()
+}
+
 /// `pipeplan calibrate`.
 pub fn calibrate(a: CalibrateArgs) -> Result<(), Failure> {
     let (ready, not) = gather(&a.runs)?;
-    let fit = pipeplan_solvers::calibrate::fit(&ready)?;
+    let options = pipeplan_solvers::calibrate::Options {
+        p2p_overlap: a.p2p_overlap,
+    };
+    let fit = pipeplan_solvers::calibrate::fit(&ready, &options)?;
     let rows = |label: &str, scores: &[Score]| -> Summary {
         let all = summarize(scores).pop().expect("an `all` row");
         Summary {
@@ -249,29 +304,47 @@ pub fn calibrate(a: CalibrateArgs) -> Result<(), Failure> {
                 "memory_error": after.memory_error,
                 "time_error_left_out": cv.time_error,
                 "memory_error_left_out": cv.memory_error,
+                "grad_sync_ms": after.predicted_grad_sync_ms,
+                "grad_sync_ms_measured": after.measured_grad_sync_ms,
             })
         })
         .collect();
+    let sync = [
+        sync_summary("before (reference model)", &fit.before),
+        sync_summary("after (in-sample)", &fit.after),
+        sync_summary("after, leave-one-out", &fit.cross_validated),
+    ];
     let report_json = serde_json::json!({
-        "method": "soft-L1 loss of relative errors (scale 5%), argmin Nelder-Mead from fixed starts; memory and time constants fitted apart",
+        "method": "soft-L1 loss of relative errors (scale 5%), argmin Nelder-Mead from fixed starts; peak memory, measured gradient reductions and iteration times fit their constants in turn; p2p_overlap given",
         "runs": ready.len(),
+        "grad_sync_runs": fit.sync_runs,
         "left_out": not.iter().map(|n| format!("{}: {}: {}", n.name, n.status, n.reason)).collect::<Vec<_>>(),
         "summary": table,
+        "grad_sync_summary": sync,
         "per_run": per_run,
     });
     let file = CalibrationFile::new(fit.constants, report_json);
     let c = &fit.constants;
     let mut text = format!(
         "fitted on {} measured runs: reserved_memory {}, activation_factor {:.3}, \
-         compute_factor {:.3}, link_efficiency {:.3}, p2p_overlap {:.3}\n",
+         compute_factor {:.3}, p2p_efficiency {:.3}, collective_efficiency {:.3} ({}), \
+         p2p_overlap {:.3} (given)\n",
         ready.len(),
         fmt_bytes(c.reserved_memory),
         c.activation_factor,
         c.compute_factor,
-        c.link_efficiency,
+        c.p2p_efficiency,
+        c.collective_efficiency,
+        match fit.sync_runs {
+            0 => "no run measured a gradient reduction: fitted to iteration times".to_string(),
+            n => format!("fitted to the gradient reductions of {n} data-parallel runs"),
+        },
         c.p2p_overlap
     );
     text.push_str(&summary_table("absolute relative error", &table));
+    if fit.sync_runs > 0 {
+        text.push_str(&sync_table(&sync));
+    }
     text.push_str(&not_judged_text(&not));
     match a.output.as_deref() {
         Some(p) if p != std::path::Path::new("-") => {

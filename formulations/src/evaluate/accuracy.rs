@@ -22,6 +22,8 @@ pub struct Measured {
     pub iteration_ms: f64,
     /// Measured peak memory of the busiest GPU (bytes).
     pub peak_memory: f64,
+    /// Measured gradient synchronisation (ms), when the run recorded it.
+    pub grad_sync_ms: Option<f64>,
 }
 
 /// The evaluator's prediction of one run under a calibration.
@@ -31,6 +33,8 @@ pub struct Prediction {
     pub iteration_ms: f64,
     /// Peak memory of the busiest GPU (bytes).
     pub peak_memory: f64,
+    /// Gradient synchronisation included in the iteration (ms; 0 without data parallelism).
+    pub grad_sync_ms: f64,
 }
 
 impl Measured {
@@ -43,6 +47,7 @@ impl Measured {
         Ok(Prediction {
             iteration_ms,
             peak_memory: ev.max_memory,
+            grad_sync_ms: ev.grad_sync_ms.unwrap_or(0.0),
         })
     }
 
@@ -58,6 +63,8 @@ impl Measured {
             predicted_peak_memory: p.peak_memory,
             measured_peak_memory: self.peak_memory,
             memory_error: relative(p.peak_memory, self.peak_memory),
+            predicted_grad_sync_ms: p.grad_sync_ms,
+            measured_grad_sync_ms: self.grad_sync_ms,
         })
     }
 }
@@ -86,6 +93,10 @@ pub struct Score {
     pub measured_peak_memory: f64,
     /// Signed relative error of the peak memory.
     pub memory_error: f64,
+    /// Evaluated gradient synchronisation (ms, part of the iteration).
+    pub predicted_grad_sync_ms: f64,
+    /// Measured gradient synchronisation (ms), when the run recorded it.
+    pub measured_grad_sync_ms: Option<f64>,
 }
 
 /// Median and worst absolute relative errors of a set of runs.

@@ -45,6 +45,10 @@ pub struct Evaluation {
     /// Micro-batches per iteration (synchronous schedules).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub micro_batches: Option<u32>,
+    /// Gradient synchronisation of a synchronous iteration (ms, included in `iteration_ms`): the
+    /// slowest pipeline position's data-parallel all-reduces after its last backward.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub grad_sync_ms: Option<f64>,
     /// Training throughput (samples/s).
     pub throughput: f64,
     /// Fraction of GPU time idle: 1 - busy / (GPUs used x period or iteration).
@@ -81,6 +85,8 @@ struct Timing {
     iteration: Option<f64>,
     /// Micro-batches per iteration (synchronous).
     micro_batches: Option<u32>,
+    /// Gradient synchronisation included in the iteration (synchronous).
+    grad_sync: Option<f64>,
     /// The simulator's verdict (async).
     valid: Option<bool>,
     /// GPU-ms of work per period or iteration.
@@ -180,6 +186,7 @@ pub fn evaluate(inst: &Instance, plan: &Plan) -> Result<Evaluation, InputError> 
         period,
         iteration,
         micro_batches: m,
+        grad_sync,
         valid,
         busy: busy_total,
         span,
@@ -237,6 +244,7 @@ pub fn evaluate(inst: &Instance, plan: &Plan) -> Result<Evaluation, InputError> 
         period_ms: period,
         iteration_ms: iteration,
         micro_batches: m,
+        grad_sync_ms: grad_sync,
         throughput,
         bubble,
         in_flight,
@@ -282,6 +290,7 @@ fn check_finite(ev: &Evaluation) -> Result<(), InputError> {
         ("bubble", ev.bubble),
         ("period_ms", ev.period_ms.unwrap_or(0.0)),
         ("iteration_ms", ev.iteration_ms.unwrap_or(0.0)),
+        ("grad_sync_ms", ev.grad_sync_ms.unwrap_or(0.0)),
     ];
     let vectors = [
         ("peak_memory", &ev.peak_memory),

@@ -100,6 +100,7 @@ pub(super) fn timing(
         period: None,
         iteration: Some(iteration),
         micro_batches: Some(m),
+        grad_sync: Some(sync),
         valid: None,
         busy,
         span: iteration,

@@ -17,7 +17,7 @@
 
 use super::profile::{Hardware, LayerType, LayerTypes, Other, OtherMemory};
 use super::settings::{PipelineType, Settings};
-use crate::instance::{Instance, Precision, ScheduleKind};
+use crate::instance::{Instance, Precision, ScheduleKind, Traffic};
 use std::collections::BTreeMap;
 
 const MB: f64 = 1024.0 * 1024.0;
@@ -58,8 +58,8 @@ pub fn derive(inst: &Instance) -> LayerTypes {
             }
         })
         .collect();
-    let intra = inst.intra_node_bandwidth();
-    let inter = inst.inter_node_bandwidth();
+    let intra = inst.intra_node_bandwidth(Traffic::Collective);
+    let inter = inst.inter_node_bandwidth(Traffic::Collective);
     let coe = |bw: f64| 1000.0 * MB / bw;
     let mut allreduce = BTreeMap::new();
     allreduce.insert("1".to_string(), 0.0);
@@ -73,15 +73,15 @@ pub fn derive(inst: &Instance) -> LayerTypes {
             allreduce.insert(format!("{n}_0"), coe(strided));
         }
     }
+    let p2p_bw = if gpus > per_node {
+        inst.inter_node_bandwidth(Traffic::P2p)
+    } else {
+        inst.intra_node_bandwidth(Traffic::P2p)
+    };
     let p2p = degrees
         .iter()
         .filter(|&&n| n >= 2)
-        .map(|&n| {
-            (
-                n.to_string(),
-                coe(if gpus > per_node { inter } else { intra }),
-            )
-        })
+        .map(|&n| (n.to_string(), coe(p2p_bw)))
         .collect();
     let zero = || OtherMemory {
         model_states: [("1".to_string(), 0.0)].into(),

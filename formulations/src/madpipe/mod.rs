@@ -13,7 +13,7 @@
 //! `C(l) = 2 cut(l-1) / beta` per micro-batch on its link (activation forward, gradient back).
 
 use crate::cost::state_copies;
-use crate::instance::{Chain, Instance, ScheduleKind};
+use crate::instance::{Chain, Instance, ScheduleKind, Traffic};
 
 /// The chain of an instance in MadPipe's terms, for asynchronous schedules on one link bandwidth.
 #[derive(Debug, Clone, PartialEq)]
@@ -46,7 +46,7 @@ impl MadChain {
         let all: Vec<u32> = (0..inst.cluster.gpus).collect();
         MadChain {
             state_copies: state_copies(inst, ScheduleKind::Async),
-            beta: inst.group_bandwidth(&all),
+            beta: inst.group_bandwidth(&all, Traffic::P2p),
             memory: inst.usable_memory(),
             chain,
             w_prefix,

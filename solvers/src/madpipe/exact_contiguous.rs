@@ -127,7 +127,7 @@ struct Model {
 impl Model {
     fn new(inst: &Instance, pmax: usize) -> Model {
         let link_bw: Vec<f64> = (0..pmax.saturating_sub(1) as u32)
-            .map(|s| inst.group_bandwidth(&[s, s + 1]))
+            .map(|s| inst.link_bandwidth(s, s + 1))
             .collect();
         let homogeneous = link_bw.windows(2).all(|w| w[0] == w[1]);
         let link_period = (1..=link_bw.len().max(1))

@@ -5,7 +5,8 @@
 //! (layer indices per stage), `tmp_per_stage` (per stage, per data-parallel replica
 //! `[[[gpu_type, gpus_per_node, zone]], tensor_parallel_degree]`) and `dp`; `mbs` (samples per
 //! micro-batch of one replica), `gbs` (global batch); measured, when present: `real` (iteration
-//! time, s) and `max_mem` (peak memory of the busiest GPU, bytes); `N` (nodes).
+//! time, s), `max_mem` (peak memory of the busiest GPU, bytes) and `red_grads` (the gradient
+//! reduction's share of the iteration, s); `N` (nodes).
 
 use crate::error::InputError;
 use crate::instance::Instance;
@@ -39,6 +40,9 @@ pub struct SailorPlan {
     pub measured_iteration_ms: Option<f64>,
     /// Measured peak memory of the busiest GPU (bytes), when the plan was run.
     pub measured_peak_memory: Option<f64>,
+    /// Measured gradient reduction (ms): the part of the iteration spent synchronising
+    /// gradients, when the run recorded it.
+    pub measured_grad_sync_ms: Option<f64>,
     /// Nodes the run used (`N`), when given.
     pub nodes: Option<u32>,
     /// GPU types, each listed once, in order of appearance.
@@ -202,12 +206,40 @@ impl SailorPlan {
                 },
             }
         };
+        let measured_iteration_ms = positive("real")?.map(|s| s * 1e3);
+        // A reduction may take no time (one replica), but not more than the whole iteration.
+        let measured_grad_sync_ms = match doc.get("red_grads") {
+            None | Some(Value::Null) => None,
+            Some(v) => match v.as_f64() {
+                Some(x) if x.is_finite() && x >= 0.0 => Some(x * 1e3),
+                _ => {
+                    return Err(field(
+                        "red_grads",
+                        format!("measured value {v} is not a number of seconds >= 0"),
+                    ))
+                }
+            },
+        };
+        if let (Some(sync), Some(it)) = (measured_grad_sync_ms, measured_iteration_ms) {
+            if sync > it {
+                return Err(field(
+                    "red_grads",
+                    format!(
+                        "the gradient reduction ({} s) is longer than the iteration it is part \
+                         of (`real`, {} s)",
+                        sync / 1e3,
+                        it / 1e3
+                    ),
+                ));
+            }
+        }
         Ok(SailorPlan {
             stages,
             micro_batch: uint("mbs")?,
             global_batch: uint("gbs")?,
-            measured_iteration_ms: positive("real")?.map(|s| s * 1e3),
+            measured_iteration_ms,
             measured_peak_memory: positive("max_mem")?,
+            measured_grad_sync_ms,
             nodes: doc.get("N").and_then(Value::as_u64).map(|v| v as u32),
             gpu_types,
         })

@@ -211,6 +211,7 @@ fn outcome(
         plan,
         iteration_ms,
         peak_memory,
+        grad_sync_ms: sp.measured_grad_sync_ms,
     })))
 }
 

@@ -63,7 +63,7 @@ use crate::algorithm::{
     Stats, Status, Unsupported,
 };
 use crate::settings::{Kind, Param};
-use pipeplan_formulations::instance::ScheduleKind;
+use pipeplan_formulations::instance::{ScheduleKind, Traffic};
 use pipeplan_formulations::units::fmt_bytes;
 use pipeplan_formulations::{InputError, Instance, Plan, Stage};
 
@@ -125,18 +125,18 @@ fn levels(inst: &Instance, machines: usize) -> Vec<PdLevel> {
         return vec![
             PdLevel {
                 machines: per_node,
-                bandwidth: inst.intra_node_bandwidth(),
+                bandwidth: inst.intra_node_bandwidth(Traffic::Collective),
             },
             PdLevel {
                 machines: gpus / per_node,
-                bandwidth: inst.inter_node_bandwidth(),
+                bandwidth: inst.inter_node_bandwidth(Traffic::Collective),
             },
         ];
     }
     let used: Vec<u32> = (0..machines as u32).collect();
     vec![PdLevel {
         machines,
-        bandwidth: inst.group_bandwidth(&used),
+        bandwidth: inst.group_bandwidth(&used, Traffic::Collective),
     }]
 }
 
