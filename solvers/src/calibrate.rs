@@ -107,8 +107,10 @@ fn groups(with_sync: bool) -> Vec<Group> {
 
 /// Whether a run measured a gradient reduction the evaluator predicts (data parallelism).
 fn measures_sync(run: &Measured) -> Result<bool, InputError> {
-    Ok(run.grad_sync_ms.is_some_and(|s| s > 0.0)
-        && run.predict(&Calibration::IDENTITY)?.grad_sync_ms > 0.0)
+    Ok(run
+        .score(&Calibration::IDENTITY)?
+        .grad_sync_error()
+        .is_some())
 }
 
 /// The loss of one group's constants `x` over `runs`, on top of `base`.

@@ -6,7 +6,7 @@ use crate::report;
 use crate::table::Table;
 use pipeplan_formulations::calibration::{Calibration, CalibrationFile};
 use pipeplan_formulations::evaluate::accuracy::{
-    median_abs, relative, summarize, worst_abs, Measured, Score, Summary,
+    median_abs, summarize, worst_abs, Measured, Score, Summary,
 };
 use pipeplan_formulations::import::sailor::runs::{collect, Outcome, Run, RunOptions};
 use pipeplan_formulations::units::{fmt_bytes, fmt_ms};
@@ -240,15 +240,7 @@ struct SyncSummary {
 }
 
 fn sync_summary(label: &str, scores: &[Score]) -> SyncSummary {
-    let errors: Vec<f64> = scores
-        .iter()
-        .filter(|s| s.predicted_grad_sync_ms > 0.0)
-        .filter_map(|s| {
-            s.measured_grad_sync_ms
-                .filter(|&m| m > 0.0)
-                .map(|m| relative(s.predicted_grad_sync_ms, m))
-        })
-        .collect();
+    let errors: Vec<f64> = scores.iter().filter_map(Score::grad_sync_error).collect();
     SyncSummary {
         label: label.to_string(),
         runs: errors.len(),

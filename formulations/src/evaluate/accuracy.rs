@@ -69,6 +69,15 @@ impl Measured {
     }
 }
 
+impl Score {
+    /// Signed relative error of the evaluated gradient synchronisation, for a run that measured
+    /// one and whose plan the evaluator gives one (data parallelism); `None` otherwise.
+    pub fn grad_sync_error(&self) -> Option<f64> {
+        let measured = self.measured_grad_sync_ms.filter(|&m| m > 0.0)?;
+        (self.predicted_grad_sync_ms > 0.0).then(|| relative(self.predicted_grad_sync_ms, measured))
+    }
+}
+
 /// Signed relative error of a prediction: (predicted - measured) / measured.
 pub fn relative(predicted: f64, measured: f64) -> f64 {
     (predicted - measured) / measured
