@@ -183,6 +183,11 @@ pub fn metrics_table(claimed: Option<&Solution>, eval: Option<&Evaluation>) -> S
         opt(e.and_then(|e| e.iteration_ms), fmt_ms),
     ]);
     t.row(vec![
+        "  of which gradient sync".into(),
+        "-".into(),
+        opt(e.and_then(|e| e.grad_sync_ms), fmt_ms),
+    ]);
+    t.row(vec![
         "throughput (samples/s)".into(),
         opt(c.and_then(|c| c.throughput), throughput),
         opt(e.map(|e| e.throughput), throughput),

@@ -290,4 +290,21 @@ fn evaluate_plan_from_sailor_judges_a_measured_run_as_accuracy_does() {
     .unwrap();
     let predicted = acc["runs"][0]["predicted_iteration_ms"].as_f64().unwrap();
     assert!((ev["iteration_ms"].as_f64().unwrap() - predicted).abs() < 1e-9 * predicted);
+    // The gradient synchronisation within it (2 replicas per stage), as accuracy shows it next
+    // to the run's measured reduction, and in the table.
+    let sync = ev["grad_sync_ms"].as_f64().unwrap();
+    assert!(sync > 0.0 && sync < predicted, "{sync}");
+    assert_eq!(
+        acc["runs"][0]["predicted_grad_sync_ms"].as_f64(),
+        Some(sync)
+    );
+    assert!(acc["runs"][0]["measured_grad_sync_ms"].as_f64().unwrap() > 0.0);
+    let table = stdout(&pipeplan(&[
+        "evaluate",
+        "--plan-from",
+        "sailor",
+        run.to_str().unwrap(),
+        inst.to_str().unwrap(),
+    ]));
+    assert!(table.contains("of which gradient sync"), "{table}");
 }
