@@ -105,14 +105,6 @@ fn groups(with_sync: bool) -> Vec<Group> {
     vec![memory, sync, time]
 }
 
-/// Whether a run measured a gradient reduction the evaluator predicts (data parallelism).
-fn measures_sync(run: &Measured) -> Result<bool, InputError> {
-    Ok(run
-        .score(&Calibration::IDENTITY)?
-        .grad_sync_error()
-        .is_some())
-}
-
 /// The loss of one group's constants `x` over `runs`, on top of `base`.
 struct Loss<'a> {
     runs: &'a [&'a Measured],
@@ -198,17 +190,15 @@ fn fit_group(
     })
 }
 
-/// Every group fitted over `runs` (each with whether it measures a gradient reduction, see
-/// [`measures_sync`]) in turn, each on top of the previous ones, from the `starts` of each group
-/// (scaled values).
+/// Every group fitted over `runs` (each with whether it measured a gradient reduction the
+/// evaluator predicts, i.e. with data parallelism) in turn on top of `base`, each on top of the
+/// previous ones, from the `starts` of each group (scaled values).
 fn fit_all(
     runs: &[(&Measured, bool)],
-    options: &Options,
+    base: Calibration,
     starts: &dyn Fn(&Group) -> Vec<Vec<f64>>,
 ) -> Result<Calibration, InputError> {
-    let mut v = Calibration::IDENTITY.to_vec();
-    v[OVERLAP] = options.p2p_overlap;
-    let mut cal = Calibration::from_vec(v);
+    let mut cal = base;
     let syncing: Vec<&Measured> = runs.iter().filter(|r| r.1).map(|r| r.0).collect();
     let all: Vec<&Measured> = runs.iter().map(|r| r.0).collect();
     for g in groups(!syncing.is_empty()) {
@@ -237,26 +227,22 @@ pub fn fit(runs: &[Measured], options: &Options) -> Result<Fit, InputError> {
             ),
         ));
     }
-    let (_, lo, hi) = CONSTANTS[OVERLAP];
-    if !(lo..=hi).contains(&options.p2p_overlap) {
-        return Err(InputError::field(
-            "p2p_overlap",
-            format!(
-                "must be between {lo} and {hi}, found {}",
-                options.p2p_overlap
-            ),
-        ));
-    }
-    let flagged: Vec<(&Measured, bool)> = runs
-        .iter()
-        .map(|r| Ok((r, measures_sync(r)?)))
-        .collect::<Result<_, InputError>>()?;
-    let sync_runs = flagged.iter().filter(|r| r.1).count();
-    let constants = fit_all(&flagged, options, &|g| g.starts.clone())?;
+    // The fit starts from the identity with the runtime's overlap.
+    let mut v = Calibration::IDENTITY.to_vec();
+    v[OVERLAP] = options.p2p_overlap;
+    let base = Calibration::from_vec(v);
+    base.check("calibrate")?;
     let score = |cal: &Calibration| -> Result<Vec<Score>, InputError> {
         runs.iter().map(|r| r.score(cal)).collect()
     };
     let before = score(&Calibration::IDENTITY)?;
+    let flagged: Vec<(&Measured, bool)> = runs
+        .iter()
+        .zip(&before)
+        .map(|(r, s)| (r, s.grad_sync_error().is_some()))
+        .collect();
+    let sync_runs = flagged.iter().filter(|r| r.1).count();
+    let constants = fit_all(&flagged, base, &|g| g.starts.clone())?;
     let after = score(&constants)?;
     // Leave-one-out: refit from the full fit's constants and the first default start.
     let loo_starts = |g: &Group| vec![group_values(&constants, g), g.starts[0].clone()];
@@ -268,7 +254,7 @@ pub fn fit(runs: &[Measured], options: &Options) -> Result<Fit, InputError> {
             .filter(|&(j, _)| j != i)
             .map(|(_, &r)| r)
             .collect();
-        let cal = fit_all(&rest, options, &loo_starts)?;
+        let cal = fit_all(&rest, base, &loo_starts)?;
         cross_validated.push(run.score(&cal)?);
     }
     Ok(Fit {

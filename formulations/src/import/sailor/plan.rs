@@ -194,32 +194,29 @@ impl SailorPlan {
                 .map(|v| v as u32)
                 .ok_or_else(|| field(k, "missing or not a positive integer"))
         };
-        let positive = |k: &str| -> Result<Option<f64>, InputError> {
+        // A measured value, when present: positive, or (`zero_ok`) possibly 0.
+        let measured = |k: &str, zero_ok: bool| -> Result<Option<f64>, InputError> {
             match doc.get(k) {
                 None | Some(Value::Null) => Ok(None),
                 Some(v) => match v.as_f64() {
-                    Some(x) if x.is_finite() && x > 0.0 => Ok(Some(x)),
+                    Some(x) if x.is_finite() && (x > 0.0 || zero_ok && x == 0.0) => Ok(Some(x)),
                     _ => Err(field(
                         k,
-                        format!("measured value {v} is not a positive number"),
+                        format!(
+                            "measured value {v} is not a {}",
+                            if zero_ok {
+                                "number >= 0"
+                            } else {
+                                "positive number"
+                            }
+                        ),
                     )),
                 },
             }
         };
-        let measured_iteration_ms = positive("real")?.map(|s| s * 1e3);
+        let measured_iteration_ms = measured("real", false)?.map(|s| s * 1e3);
         // A reduction may take no time (one replica), but not more than the whole iteration.
-        let measured_grad_sync_ms = match doc.get("red_grads") {
-            None | Some(Value::Null) => None,
-            Some(v) => match v.as_f64() {
-                Some(x) if x.is_finite() && x >= 0.0 => Some(x * 1e3),
-                _ => {
-                    return Err(field(
-                        "red_grads",
-                        format!("measured value {v} is not a number of seconds >= 0"),
-                    ))
-                }
-            },
-        };
+        let measured_grad_sync_ms = measured("red_grads", true)?.map(|s| s * 1e3);
         if let (Some(sync), Some(it)) = (measured_grad_sync_ms, measured_iteration_ms) {
             if sync > it {
                 return Err(field(
@@ -238,7 +235,7 @@ impl SailorPlan {
             micro_batch: uint("mbs")?,
             global_batch: uint("gbs")?,
             measured_iteration_ms,
-            measured_peak_memory: positive("max_mem")?,
+            measured_peak_memory: measured("max_mem", false)?,
             measured_grad_sync_ms,
             nodes: doc.get("N").and_then(Value::as_u64).map(|v| v as u32),
             gpu_types,
