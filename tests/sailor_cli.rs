@@ -62,6 +62,13 @@ fn accuracy_judges_every_valid_run_and_names_the_rest() {
     );
     assert!(text.contains("heterogeneous run"), "{text}");
     assert!(text.contains("layer 29 is listed 2 times"), "{text}");
+    // The measured gradient reductions are shown next to the evaluated ones, and summarised.
+    assert!(text.contains("gradient sync (evaluated)"), "{text}");
+    let sync_row = text
+        .lines()
+        .find(|l| l.starts_with("data-parallel runs"))
+        .unwrap_or_else(|| panic!("no gradient reduction summary: {text}"));
+    assert_eq!(sync_row.split_whitespace().nth(2), Some("14"), "{sync_row}");
     let csv = stdout(&pipeplan(&[
         "accuracy",
         &all.display().to_string(),

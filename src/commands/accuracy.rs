@@ -78,8 +78,10 @@ fn scores_table(scores: &[Score]) -> String {
             "peak memory (evaluated)",
             "measured",
             "error",
+            "gradient sync (evaluated)",
+            "measured",
         ],
-        &[1, 2, 3, 4, 5, 6],
+        &[1, 2, 3, 4, 5, 6, 7, 8],
     );
     for s in scores {
         t.row(vec![
@@ -90,6 +92,9 @@ fn scores_table(scores: &[Score]) -> String {
             fmt_bytes(s.predicted_peak_memory),
             fmt_bytes(s.measured_peak_memory),
             pct(s.memory_error),
+            fmt_ms(s.predicted_grad_sync_ms),
+            s.measured_grad_sync_ms
+                .map_or_else(|| "-".to_string(), fmt_ms),
         ]);
     }
     t.render()
@@ -223,6 +228,8 @@ pub fn accuracy(a: AccuracyArgs) -> Result<(), Failure> {
             out.push_str(&not_judged_text(&not));
             out.push_str("\nabsolute relative error\n");
             out.push_str(&summary_table("data set", &summary));
+            out.push('\n');
+            out.push_str(&sync_table(&[sync_summary("data-parallel runs", &scores)]));
             out
         }
     };
