@@ -228,8 +228,11 @@ pub fn accuracy(a: AccuracyArgs) -> Result<(), Failure> {
             out.push_str(&not_judged_text(&not));
             out.push_str("\nabsolute relative error\n");
             out.push_str(&summary_table("data set", &summary));
-            out.push('\n');
-            out.push_str(&sync_table(&[sync_summary("data-parallel runs", &scores)]));
+            let sync = sync_summary("data-parallel runs", &scores);
+            if sync.runs > 0 {
+                out.push('\n');
+                out.push_str(&sync_table(&[sync]));
+            }
             out
         }
     };
