@@ -69,6 +69,11 @@ fn accuracy_judges_every_valid_run_and_names_the_rest() {
         .find(|l| l.starts_with("data-parallel runs"))
         .unwrap_or_else(|| panic!("no gradient reduction summary: {text}"));
     assert_eq!(sync_row.split_whitespace().nth(2), Some("14"), "{sync_row}");
+    // Runs without data parallelism measured no reduction to summarise.
+    let single = root.join("Planner/simulations/validation/clariden/OPT-350/N1");
+    let text = stdout(&pipeplan(&["accuracy", &single.display().to_string()]));
+    assert!(text.contains("gradient sync (evaluated)"), "{text}");
+    assert!(!text.contains("data-parallel runs"), "{text}");
     let csv = stdout(&pipeplan(&[
         "accuracy",
         &all.display().to_string(),
