@@ -30,7 +30,6 @@ const ACTIVATION: usize = 1;
 const COMPUTE: usize = 2;
 const P2P: usize = 3;
 const COLLECTIVE: usize = 4;
-const OVERLAP: usize = 5;
 
 /// How the fit runs.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -228,9 +227,10 @@ pub fn fit(runs: &[Measured], options: &Options) -> Result<Fit, InputError> {
         ));
     }
     // The fit starts from the identity with the runtime's overlap.
-    let mut v = Calibration::IDENTITY.to_vec();
-    v[OVERLAP] = options.p2p_overlap;
-    let base = Calibration::from_vec(v);
+    let base = Calibration {
+        p2p_overlap: options.p2p_overlap,
+        ..Calibration::IDENTITY
+    };
     base.check("calibrate")?;
     let score = |cal: &Calibration| -> Result<Vec<Score>, InputError> {
         runs.iter().map(|r| r.score(cal)).collect()

@@ -100,8 +100,24 @@ fn scores_table(scores: &[Score]) -> String {
     t.render()
 }
 
+/// A table of absolute relative errors: per row a label, its number of runs and the errors,
+/// under `header` (label column first).
+fn error_table(
+    header: &[&str],
+    rows: impl IntoIterator<Item = (String, usize, Vec<f64>)>,
+) -> String {
+    let right: Vec<usize> = (1..header.len()).collect();
+    let mut t = Table::new(header, &right);
+    for (label, runs, errors) in rows {
+        let mut row = vec![label, runs.to_string()];
+        row.extend(errors.into_iter().map(abs_pct));
+        t.row(row);
+    }
+    t.render()
+}
+
 fn summary_table(title: &str, sums: &[Summary]) -> String {
-    let mut t = Table::new(
+    error_table(
         &[
             title,
             "runs",
@@ -110,19 +126,11 @@ fn summary_table(title: &str, sums: &[Summary]) -> String {
             "memory median",
             "memory worst",
         ],
-        &[1, 2, 3, 4, 5],
-    );
-    for s in sums {
-        t.row(vec![
-            s.dataset.clone(),
-            s.runs.to_string(),
-            abs_pct(s.time_median),
-            abs_pct(s.time_worst),
-            abs_pct(s.memory_median),
-            abs_pct(s.memory_worst),
-        ]);
-    }
-    t.render()
+        sums.iter().map(|s| {
+            let errors = vec![s.time_median, s.time_worst, s.memory_median, s.memory_worst];
+            (s.dataset.clone(), s.runs, errors)
+        }),
+    )
 }
 
 fn not_judged_text(not: &[NotJudged]) -> String {
@@ -260,19 +268,11 @@ fn sync_summary(label: &str, scores: &[Score]) -> SyncSummary {
 }
 
 fn sync_table(rows: &[SyncSummary]) -> String {
-    let mut t = Table::new(
+    error_table(
         &["gradient reduction", "runs", "median", "worst"],
-        &[1, 2, 3],
-    );
-    for r in rows {
-        t.row(vec![
-            r.label.clone(),
-            r.runs.to_string(),
-            abs_pct(r.median),
-            abs_pct(r.worst),
-        ]);
-    }
-    t.render()
+        rows.iter()
+            .map(|r| (r.label.clone(), r.runs, vec![r.median, r.worst])),
+    )
 }
 
 /// `pipeplan calibrate`.
