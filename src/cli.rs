@@ -225,6 +225,10 @@ pub struct EvaluateArgs {
     /// are the runtime's modules.
     #[arg(long, value_name = "FILE", requires = "plan_from")]
     pub modules: Option<PathBuf>,
+    /// With `--plan-from sailor`: mend a plan whose stages list one layer twice in place of the
+    /// one missing, when exactly one such change makes it valid, and say so on standard error
+    #[arg(long, requires = "plan_from")]
+    pub repair_layers: bool,
     #[command(flatten)]
     pub out: OutputArgs,
     #[command(flatten)]
@@ -314,6 +318,11 @@ pub struct RunsArgs {
     /// run's path that starts a model's name, e.g. `GPT-NEO` for `GPT-Neo-2.7`).
     #[arg(long)]
     pub model: Option<String>,
+    /// Mend a plan whose stages list one layer twice in place of the one missing (a typo such
+    /// as `18, 29, 20` for 19), when exactly one such change makes it valid, and list what was
+    /// mended; default: such a plan is reported invalid and left out
+    #[arg(long)]
+    pub repair_layers: bool,
 }
 
 /// `pipeplan accuracy`.

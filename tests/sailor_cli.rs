@@ -320,3 +320,106 @@ fn evaluate_plan_from_sailor_judges_a_measured_run_as_accuracy_does() {
     ]));
     assert!(table.contains("of which gradient sync"), "{table}");
 }
+
+#[test]
+fn repair_layers_mends_the_mistyped_plans_and_lists_them() {
+    let Some(root) = sailor() else { return };
+    let runs = gh200_runs(&root);
+    let out = pipeplan(&["accuracy", &runs, "--repair-layers", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let v: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(v["runs"].as_array().unwrap().len(), 22);
+    let mended = strings(&v["repaired"], "name");
+    assert_eq!(mended.len(), 3, "{mended:?}");
+    assert!(mended.contains(&"GPT-NEO/N8/plan_config_N8_D2.json"));
+    let judged = strings(&v["runs"], "name");
+    assert!(mended.iter().all(|m| judged.contains(m)));
+    assert_eq!(
+        strings(&v["not_judged"], "name"),
+        ["GPT-NEO/N4/plan_config_N4_D4.json"]
+    );
+    // Without the flag, no `repaired` member, and the reason says what the flag would do.
+    let plain: Value =
+        serde_json::from_str(&stdout(&pipeplan(&["accuracy", &runs, "--json"]))).unwrap();
+    assert!(plain.get("repaired").is_none());
+    let text = stdout(&pipeplan(&["accuracy", &runs, "--repair-layers"]));
+    assert!(
+        text.contains("mended (--repair-layers), then judged:"),
+        "{text}"
+    );
+    assert!(text.contains("read as 19"), "{text}");
+    let csv = stdout(&pipeplan(&["accuracy", &runs, "--repair-layers", "--csv"]));
+    assert_eq!(
+        csv.lines().filter(|l| l.contains("read as 19")).count(),
+        3,
+        "{csv}"
+    );
+
+    // `evaluate --plan-from sailor` mends the same way, only when asked, and says so.
+    let dir = tempfile::tempdir().unwrap();
+    let inst = dir.path().join("neo.json");
+    let config = root
+        .join("Planner/simulations/configs/training_config_gpt_neo27.json")
+        .display()
+        .to_string();
+    let args = ["--gpu-type", "GH-96", "--nodes", "8", "--batch", "4"];
+    let mut import = vec![
+        "import",
+        "--from",
+        "sailor",
+        &config,
+        "-o",
+        inst.to_str().unwrap(),
+    ];
+    import.extend(args);
+    let out = pipeplan(&import);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let run =
+        root.join("Planner/simulations/validation/clariden/GPT-NEO/N8/plan_config_N8_D2.json");
+    let (run, inst) = (run.to_str().unwrap(), inst.to_str().unwrap());
+    let out = pipeplan(&["evaluate", "--plan-from", "sailor", run, inst]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("--repair-layers would"),
+        "{}",
+        stderr(&out)
+    );
+    let out = pipeplan(&[
+        "evaluate",
+        "--plan-from",
+        "sailor",
+        "--repair-layers",
+        run,
+        inst,
+        "--json",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("mended (--repair-layers)"),
+        "{}",
+        stderr(&out)
+    );
+    let ev: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let acc = v["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == "GPT-NEO/N8/plan_config_N8_D2.json")
+        .unwrap();
+    let predicted = acc["predicted_iteration_ms"].as_f64().unwrap();
+    assert!((ev["iteration_ms"].as_f64().unwrap() - predicted).abs() < 1e-9 * predicted);
+    let out = pipeplan(&[
+        "evaluate",
+        "--plan-from",
+        "galvatron",
+        "--repair-layers",
+        run,
+        inst,
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("mends Sailor plan files"),
+        "{}",
+        stderr(&out)
+    );
+}

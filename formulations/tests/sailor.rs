@@ -100,6 +100,7 @@ fn measured_runs_are_judged_or_reported_with_the_reason() {
         dup.contains("layer 29 is listed 2 times") && dup.contains("[19]"),
         "{dup}"
     );
+    assert!(dup.contains("--repair-layers would mend it"), "{dup}");
     let short = reason("GPT-NEO/N4/plan_config_N4_D4.json");
     assert!(
         short.contains("34 layers") && short.contains("missing"),
@@ -123,6 +124,53 @@ fn measured_runs_are_judged_or_reported_with_the_reason() {
             assert!(sync > 0.0 && sync < m.iteration_ms, "{}: {sync}", r.name);
         }
     }
+}
+
+#[test]
+fn asked_to_repair_the_three_mistyped_gpt_neo_plans_are_judged_and_say_so() {
+    let Some(root) = sailor() else { return };
+    let opts = RunOptions {
+        repair_layers: true,
+        ..RunOptions::default()
+    };
+    let runs = collect(
+        &[root.join("Planner/simulations/validation/clariden")],
+        &opts,
+    )
+    .unwrap();
+    let mended: Vec<(&str, &str)> = runs
+        .iter()
+        .filter_map(|r| Some((r.name.as_str(), r.repaired.as_deref()?)))
+        .collect();
+    let names: Vec<&str> = mended.iter().map(|m| m.0).collect();
+    assert_eq!(
+        names,
+        [
+            "GPT-NEO/N16/plan_config_N16_D4.json",
+            "GPT-NEO/N4/plan_config_N4_D1.json",
+            "GPT-NEO/N8/plan_config_N8_D2.json"
+        ]
+    );
+    for (name, note) in &mended {
+        assert!(
+            note.contains("layers_per_stage[2][3]")
+                && note.contains("layer 29, listed twice, read as 19"),
+            "{name}: {note}"
+        );
+    }
+    let ready = |name: &str| {
+        runs.iter()
+            .find(|r| r.name == name)
+            .is_some_and(|r| matches!(r.outcome, Outcome::Ready(_)))
+    };
+    assert!(names.iter().all(|n| ready(n)));
+    // The mislabelled 26-layer layout is no typo: still invalid.
+    assert!(!ready("GPT-NEO/N4/plan_config_N4_D4.json"));
+    let judged = runs
+        .iter()
+        .filter(|r| matches!(r.outcome, Outcome::Ready(_)))
+        .count();
+    assert_eq!(judged, 22);
 }
 
 const PLAN: &str = r#"{
@@ -174,6 +222,11 @@ fn plan_files_become_plans_and_bad_ones_name_the_field() {
         e.contains("layer 1 is listed 2 times") && e.contains("[2]"),
         "{e}"
     );
+    let e = bad("[[0, 1], [2, 3]]", "[[2, 3], [0, 1]]");
+    assert!(
+        e.contains("layers_per_stage[1]") && e.contains("must follow the model's order"),
+        "{e}"
+    );
     let e = bad("\"gbs\": 16", "\"gbs\": 18");
     assert!(
         e.contains("gbs") && e.contains("multiple of mbs x dp = 4"),
@@ -190,6 +243,33 @@ fn plan_files_become_plans_and_bad_ones_name_the_field() {
         .unwrap_err()
         .to_string();
     assert!(e.contains("uses 8 GPUs but the instance has 4"), "{e}");
+}
+
+#[test]
+fn one_mistyped_layer_index_is_mended_only_when_one_change_makes_the_plan_valid() {
+    let plan =
+        |layers: &str| SailorPlan::from_json(&PLAN.replace("[[0, 1], [2, 3]]", layers)).unwrap();
+    let mut sp = plan("[[0, 1], [1, 3]]");
+    let note = sp.repair_layers(4).expect("one change mends it");
+    assert_eq!(
+        note,
+        "pipeline_list[0].layers_per_stage[1][0]: layer 1, listed twice, read as 2, the one missing"
+    );
+    assert_eq!(sp.stages[1].layers, [2, 3]);
+    assert!(sp.to_plan(&four_layers(8)).is_ok());
+    // Valid plans, and plans no single change mends, stay as they are.
+    for layers in [
+        "[[0, 1], [2, 3]]",
+        "[[0, 1], [1, 1]]",
+        "[[0, 0], [3, 3]]",
+        "[[0, 1], [2, 7]]",
+        "[[0, 1], [3, 2]]",
+    ] {
+        let mut sp = plan(layers);
+        let before = sp.clone();
+        assert_eq!(sp.repair_layers(4), None, "{layers}");
+        assert_eq!(sp, before, "{layers}");
+    }
 }
 
 /// Four equal layers on `gpus` GPUs (4 per node), each measured at degree 2.

@@ -21,11 +21,26 @@ struct NotJudged {
     reason: String,
 }
 
-/// The runs under the folders, split into judged and not.
-fn gather(a: &RunsArgs) -> Result<(Vec<Measured>, Vec<NotJudged>), Failure> {
+/// A run judged after `--repair-layers` mended its plan, and what was mended.
+#[derive(Debug, Serialize)]
+struct Repaired {
+    name: String,
+    dataset: String,
+    repair: String,
+}
+
+/// The runs under the folders: judged (with those among them that were mended) and not.
+struct Gathered {
+    ready: Vec<Measured>,
+    not: Vec<NotJudged>,
+    repaired: Vec<Repaired>,
+}
+
+fn gather(a: &RunsArgs) -> Result<Gathered, Failure> {
     let opts = RunOptions {
         root: a.sailor_root.clone(),
         model: a.model.clone(),
+        repair_layers: a.repair_layers,
     };
     let runs: Vec<Run> = collect(&a.dirs, &opts)?;
     if runs.is_empty() {
@@ -40,7 +55,15 @@ fn gather(a: &RunsArgs) -> Result<(Vec<Measured>, Vec<NotJudged>), Failure> {
     }
     let mut ready = Vec::new();
     let mut not = Vec::new();
+    let mut repaired = Vec::new();
     for r in runs {
+        if let (Some(repair), Outcome::Ready(_)) = (&r.repaired, &r.outcome) {
+            repaired.push(Repaired {
+                name: r.name.clone(),
+                dataset: r.dataset.clone(),
+                repair: repair.clone(),
+            });
+        }
         match r.outcome {
             Outcome::Ready(m) => ready.push(*m),
             Outcome::Unsupported(reason) => not.push(NotJudged {
@@ -57,7 +80,11 @@ fn gather(a: &RunsArgs) -> Result<(Vec<Measured>, Vec<NotJudged>), Failure> {
             }),
         }
     }
-    Ok((ready, not))
+    Ok(Gathered {
+        ready,
+        not,
+        repaired,
+    })
 }
 
 fn pct(e: f64) -> String {
@@ -144,10 +171,25 @@ fn not_judged_text(not: &[NotJudged]) -> String {
     out
 }
 
+fn repaired_text(repaired: &[Repaired]) -> String {
+    let mut out = String::new();
+    if !repaired.is_empty() {
+        out.push_str("\nmended (--repair-layers), then judged:\n");
+        for r in repaired {
+            out.push_str(&format!("  {}: {}\n", r.name, r.repair));
+        }
+    }
+    out
+}
+
 /// `pipeplan accuracy`.
 pub fn accuracy(a: AccuracyArgs) -> Result<(), Failure> {
     let cal = a.calibration.read()?.unwrap_or(Calibration::IDENTITY);
-    let (ready, not) = gather(&a.runs)?;
+    let Gathered {
+        ready,
+        not,
+        repaired,
+    } = gather(&a.runs)?;
     let scores: Vec<Score> = ready
         .iter()
         .map(|m| m.score(&cal))
@@ -160,12 +202,15 @@ pub fn accuracy(a: AccuracyArgs) -> Result<(), Failure> {
                 calibration: &'a Calibration,
                 runs: &'a [Score],
                 not_judged: &'a [NotJudged],
+                #[serde(skip_serializing_if = "<[Repaired]>::is_empty")]
+                repaired: &'a [Repaired],
                 summary: &'a [Summary],
             }
             report::json(&Out {
                 calibration: &cal,
                 runs: &scores,
                 not_judged: &not,
+                repaired: &repaired,
                 summary: &summary,
             })
         }
@@ -184,6 +229,7 @@ pub fn accuracy(a: AccuracyArgs) -> Result<(), Failure> {
                 predicted_grad_sync_ms: Option<f64>,
                 measured_grad_sync_ms: Option<f64>,
                 reason: &'a str,
+                repair: &'a str,
             }
             let mut rows: Vec<Row> = scores
                 .iter()
@@ -200,6 +246,10 @@ pub fn accuracy(a: AccuracyArgs) -> Result<(), Failure> {
                     predicted_grad_sync_ms: Some(s.predicted_grad_sync_ms),
                     measured_grad_sync_ms: s.measured_grad_sync_ms,
                     reason: "",
+                    repair: repaired
+                        .iter()
+                        .find(|r| r.name == s.name)
+                        .map_or("", |r| &r.repair),
                 })
                 .collect();
             rows.extend(not.iter().map(|n| Row {
@@ -215,6 +265,7 @@ pub fn accuracy(a: AccuracyArgs) -> Result<(), Failure> {
                 predicted_grad_sync_ms: None,
                 measured_grad_sync_ms: None,
                 reason: &n.reason,
+                repair: "",
             }));
             report::csv(&rows)
         }
@@ -233,6 +284,7 @@ pub fn accuracy(a: AccuracyArgs) -> Result<(), Failure> {
             };
             let mut out = format!("evaluator {which}; error = (evaluated - measured) / measured\n");
             out.push_str(&scores_table(&scores));
+            out.push_str(&repaired_text(&repaired));
             out.push_str(&not_judged_text(&not));
             out.push_str("\nabsolute relative error\n");
             out.push_str(&summary_table("data set", &summary));
@@ -277,7 +329,11 @@ fn sync_table(rows: &[SyncSummary]) -> String {
 
 /// `pipeplan calibrate`.
 pub fn calibrate(a: CalibrateArgs) -> Result<(), Failure> {
-    let (ready, not) = gather(&a.runs)?;
+    let Gathered {
+        ready,
+        not,
+        repaired,
+    } = gather(&a.runs)?;
     let options = pipeplan_solvers::calibrate::Options {
         p2p_overlap: a.p2p_overlap,
     };
@@ -316,7 +372,7 @@ pub fn calibrate(a: CalibrateArgs) -> Result<(), Failure> {
         sync_summary("after (in-sample)", &fit.after),
         sync_summary("after, leave-one-out", &fit.cross_validated),
     ];
-    let report_json = serde_json::json!({
+    let mut report_json = serde_json::json!({
         "method": "soft-L1 loss of relative errors (scale 5%), argmin Nelder-Mead from fixed starts; peak memory, measured gradient reductions and iteration times fit their constants in turn; p2p_overlap given",
         "runs": ready.len(),
         "grad_sync_runs": fit.sync_runs,
@@ -325,6 +381,12 @@ pub fn calibrate(a: CalibrateArgs) -> Result<(), Failure> {
         "grad_sync_summary": sync,
         "per_run": per_run,
     });
+    if !repaired.is_empty() {
+        report_json["repaired"] = repaired
+            .iter()
+            .map(|r| format!("{}: {}", r.name, r.repair))
+            .collect();
+    }
     let file = CalibrationFile::new(fit.constants, report_json);
     let c = &fit.constants;
     let mut text = format!(
@@ -347,6 +409,7 @@ pub fn calibrate(a: CalibrateArgs) -> Result<(), Failure> {
     if fit.sync_runs > 0 {
         text.push_str(&sync_table(&sync));
     }
+    text.push_str(&repaired_text(&repaired));
     text.push_str(&not_judged_text(&not));
     match a.output.as_deref() {
         Some(p) if p != std::path::Path::new("-") => {

@@ -242,8 +242,21 @@ impl SailorPlan {
         })
     }
 
-    /// Checks that the stages list every layer of an `n`-layer model once, in order.
+    /// Checks that the stages list every layer of an `n`-layer model once, in order. When one
+    /// mistyped index is the only fault, the error says how [`SailorPlan::repair_layers`]
+    /// would mend it.
     pub fn check_layers(&self, n: usize) -> Result<(), InputError> {
+        self.layer_fault(n)
+            .map_err(|e| match (e, self.clone().repair_layers(n)) {
+                (InputError::Field { field, message }, Some(mend)) => InputError::Field {
+                    field,
+                    message: format!("{message}; --repair-layers would mend it: {mend}"),
+                },
+                (e, _) => e,
+            })
+    }
+
+    fn layer_fault(&self, n: usize) -> Result<(), InputError> {
         let f = "pipeline_list[0].layers_per_stage";
         let mut seen: Vec<Vec<usize>> = vec![Vec::new(); n];
         let mut beyond = BTreeSet::new();
@@ -291,7 +304,60 @@ impl SailorPlan {
                 ));
             }
         }
+        for (s, w) in self.stages.windows(2).enumerate() {
+            let (Some(&last), Some(&first)) = (w[0].layers.last(), w[1].layers.first()) else {
+                continue;
+            };
+            if first != last + 1 {
+                return Err(field(
+                    format!("{f}[{}]", s + 1),
+                    format!(
+                        "starts at layer {first}, not after stage {s}'s last layer {last}: the \
+                         stages must follow the model's order"
+                    ),
+                ));
+            }
+        }
         Ok(())
+    }
+
+    /// Mends one mistyped layer index, when the user asks (`--repair-layers`): the stages list
+    /// one layer twice and miss exactly one, and exactly one of the duplicate's entries, read as
+    /// the missing index, makes the plan valid (GPT-NEO's `... 18, 29, 20 ...` for 19). Returns
+    /// what was changed, or `None` when the plan is valid or the mend is not that one
+    /// unambiguous change (the plan stays as it was, and [`SailorPlan::check_layers`] says why).
+    pub fn repair_layers(&mut self, n: usize) -> Option<String> {
+        if self.layer_fault(n).is_ok() {
+            return None;
+        }
+        let mut count = vec![0usize; n];
+        for &l in self.stages.iter().flat_map(|st| &st.layers) {
+            *count.get_mut(l)? += 1;
+        }
+        let [missing] = (0..n).filter(|&l| count[l] == 0).collect::<Vec<_>>()[..] else {
+            return None;
+        };
+        let mut mends = Vec::new();
+        for (s, st) in self.stages.iter().enumerate() {
+            for (i, &l) in st.layers.iter().enumerate() {
+                if count[l] == 2 {
+                    let mut mended = self.clone();
+                    mended.stages[s].layers[i] = missing;
+                    if mended.layer_fault(n).is_ok() {
+                        mends.push((s, i, l, mended));
+                    }
+                }
+            }
+        }
+        let [(s, i, l, _)] = &mends[..] else {
+            return None;
+        };
+        let note = format!(
+            "pipeline_list[0].layers_per_stage[{s}][{i}]: layer {l}, listed twice, read as \
+             {missing}, the one missing"
+        );
+        *self = mends.pop().expect("one mend").3;
+        Some(note)
     }
 
     /// The plan on `inst`: stage `s` on the next `dp x tp` GPUs (each replica's tensor-parallel

@@ -18,6 +18,9 @@ pub struct RunOptions {
     pub root: Option<PathBuf>,
     /// The model of every run (a training config's `model`); default: from the run's path.
     pub model: Option<String>,
+    /// Mend a plan that lists one layer index in place of the one missing
+    /// ([`SailorPlan::repair_layers`]); default: such a plan is invalid.
+    pub repair_layers: bool,
 }
 
 /// What became of one plan file.
@@ -42,6 +45,8 @@ pub struct Run {
     pub path: PathBuf,
     /// Ready, unsupported or invalid.
     pub outcome: Outcome,
+    /// What was mended to make the plan valid ([`RunOptions::repair_layers`]), if anything.
+    pub repaired: Option<String>,
 }
 
 /// Every `plan_config*.json` under `dirs` (a file given directly counts too), prepared, in path
@@ -91,15 +96,16 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), InputError> {
 /// Reads and prepares one run found under `base`.
 pub fn prepare(path: &Path, base: &Path, opts: &RunOptions) -> Run {
     let (name, dataset) = name_and_dataset(path, base);
-    let outcome = match outcome(path, &name, &dataset, opts) {
+    let (outcome, repaired) = match outcome(path, &name, &dataset, opts) {
         Ok(o) => o,
-        Err(e) => Outcome::Invalid(e.to_string()),
+        Err(e) => (Outcome::Invalid(e.to_string()), None),
     };
     Run {
         name,
         dataset,
         path: path.to_path_buf(),
         outcome,
+        repaired,
     }
 }
 
@@ -141,17 +147,18 @@ fn outcome(
     name: &str,
     dataset: &str,
     opts: &RunOptions,
-) -> Result<Outcome, InputError> {
+) -> Result<(Outcome, Option<String>), InputError> {
     let text = std::fs::read_to_string(path).map_err(|e| InputError::Io {
         path: path.display().to_string(),
         message: e.to_string(),
     })?;
-    let sp = SailorPlan::from_json(&text)?;
+    let mut sp = SailorPlan::from_json(&text)?;
     if sp.gpu_types.len() > 1 {
-        return Ok(Outcome::Unsupported(format!(
+        let reason = format!(
             "heterogeneous run ({}): stages on different GPU types are not supported yet",
             sp.gpu_types.join(", ")
-        )));
+        );
+        return Ok((Outcome::Unsupported(reason), None));
     }
     let (Some(iteration_ms), Some(peak_memory)) =
         (sp.measured_iteration_ms, sp.measured_peak_memory)
@@ -203,8 +210,13 @@ fn outcome(
     };
     let sel = Selection { nodes, ..probe };
     let instance = super::import_file(config, Some(&files.root), &sel, None)?;
+    let repaired = if opts.repair_layers {
+        sp.repair_layers(instance.model.layers.len())
+    } else {
+        None
+    };
     let plan = sp.to_plan(&instance)?;
-    Ok(Outcome::Ready(Box::new(Measured {
+    let ready = Outcome::Ready(Box::new(Measured {
         name: name.to_string(),
         dataset: dataset.to_string(),
         instance,
@@ -212,7 +224,8 @@ fn outcome(
         iteration_ms,
         peak_memory,
         grad_sync_ms: sp.measured_grad_sync_ms,
-    })))
+    }));
+    Ok((ready, repaired))
 }
 
 /// The model a folder on `path` names (see the module docs).
