@@ -349,15 +349,15 @@ impl SailorPlan {
                 }
             }
         }
-        let [(s, i, l, _)] = &mends[..] else {
+        let mut mends = mends.into_iter();
+        let (Some((s, i, l, mended)), None) = (mends.next(), mends.next()) else {
             return None;
         };
-        let note = format!(
+        *self = mended;
+        Some(format!(
             "pipeline_list[0].layers_per_stage[{s}][{i}]: layer {l}, listed twice, read as \
              {missing}, the one missing"
-        );
-        *self = mends.pop().expect("one mend").3;
-        Some(note)
+        ))
     }
 
     /// The plan on `inst`: stage `s` on the next `dp x tp` GPUs (each replica's tensor-parallel
