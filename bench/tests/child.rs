@@ -62,6 +62,14 @@ fn a_refusal_stops_the_sweep_and_a_stop_signal_leaves_the_run() {
         other => panic!("{other:?}"),
     }
     assert!(matches!(run("kill -TERM $$", None), Ended::Interrupted(_)));
+    // A process started in the background without job control (`cmd &` in a script, `nohup`)
+    // ignores SIGINT, and its children inherit that; a shell cannot undo it. Restore the
+    // default here so the child's SIGINT ends it wherever the tests are started from.
+    // SAFETY: signal takes a signal number and a handler constant, and no test here handles
+    // SIGINT.
+    unsafe {
+        libc::signal(libc::SIGINT, libc::SIG_DFL);
+    }
     assert!(matches!(run("kill -INT $$", None), Ended::Interrupted(_)));
 }
 
