@@ -5,6 +5,7 @@ import _thread
 import csv
 import io
 import json
+import signal
 import threading
 import time
 
@@ -234,6 +235,10 @@ def test_a_solve_in_a_thread_does_not_block_another_thread():
 
 
 def interrupt_after(seconds):
+    # Python installs its Ctrl-C handler only if SIGINT was not ignored when it started, and a
+    # process started in the background without job control (`cmd &` in a script, `nohup`)
+    # ignores it; without the handler, interrupt_main does nothing.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     timer = threading.Timer(seconds, _thread.interrupt_main)
     timer.start()
     return timer
