@@ -127,7 +127,7 @@ fn calibrate_then_accuracy_meets_the_cross_validated_goals() {
     assert_eq!(cal["constants"]["p2p_overlap"], 0.0, "given, not fitted");
     let cv = &cal["fit"]["summary"][2];
     assert_eq!(cv["dataset"], "after, leave-one-out");
-    // Measured here: time median 4.0%, memory median 1.0% and worst 4.1% (BENCHMARKS.md).
+    // Measured here: time median 3.2%, memory median 1.0% and worst 4.2% (BENCHMARKS.md).
     assert!(cv["time_median"].as_f64().unwrap() <= 0.05, "{cv}");
     assert!(cv["memory_median"].as_f64().unwrap() <= 0.05, "{cv}");
     assert!(cv["memory_worst"].as_f64().unwrap() <= 0.15, "{cv}");

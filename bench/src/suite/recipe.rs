@@ -309,7 +309,11 @@ impl Scenario {
         version: &str,
         peers: Option<&Path>,
     ) -> Result<Vec<(Member, Instance)>, SuiteError> {
-        let base = self.base_instance(peers)?;
+        let mut base = self.base_instance(peers)?;
+        if version == "v1" {
+            // Before the memory levels: they are derived from the sizes.
+            super::v1::sailor_sizes_as_published(&mut base);
+        }
         let anchors = Anchors::of(&base)?;
         // The levels must mean what docs/suite.md says: no plain pipeline fits at tight.
         let [t, m, l] = MemoryClass::ALL.map(|c| anchors.budget(c));

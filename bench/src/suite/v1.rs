@@ -225,6 +225,41 @@ const GALVATRON_WHY: &str = "Galvatron's measured profiles, as its search engine
 const SAILOR_WHY: &str = "Sailor's measured per-layer profiles, on the cluster of its measured \
                           training runs.";
 
+/// The Sailor importer's notes on sizes and optimizer states when v1 was generated.
+const SAILOR_SIZES_V1: &str = "Sizes: llm_info.json; weights = params_floats x 2 bytes (fp16), output = act_output_floats x 2 bytes per sample, saved = act_mem_floats x 4 bytes per sample (the profiler's allocation).";
+
+/// A Sailor member's sizes as v1 was published. v1 was generated when the Sailor importer read
+/// every profile as fp16 (`params_floats` and `act_output_floats` x 2 bytes, Adam's mixed-precision
+/// states); it now reads the bytes `llm_info.json` records, fp32 for every profile, the data type
+/// the runs trained in (`docs/sailor.md`). For v1 the weights and outputs are halved back (exact:
+/// the fp32 bytes are 4 x whole element counts), the precision and state factor restored, and
+/// the note keeps its published sentences (`docs/suite.md`, "Versions"). Other instances are left
+/// unchanged.
+pub(super) fn sailor_sizes_as_published(inst: &mut pipeplan_formulations::Instance) {
+    use pipeplan_formulations::import::sailor::{optimizer_states, sizes_note};
+    use pipeplan_formulations::instance::Precision;
+    let fp32 = sizes_note(Precision::Fp32);
+    if inst.training.precision != Some(Precision::Fp32) || !inst.source.contains(&fp32) {
+        return;
+    }
+    for layer in &mut inst.model.layers {
+        layer.weights /= 2.0;
+        layer.output /= 2.0;
+        for t in &mut layer.tensor_parallel {
+            t.weights /= 2.0;
+        }
+    }
+    let sgd = inst.training.optimizer_state_factor == optimizer_states(Precision::Fp32, true).0;
+    let (now, now_note) = optimizer_states(Precision::Fp32, sgd);
+    let (then, then_note) = optimizer_states(Precision::Mixed, sgd);
+    inst.training.optimizer_state_factor = then;
+    inst.training.precision = Some(Precision::Mixed);
+    inst.source = inst.source.replace(&fp32, SAILOR_SIZES_V1).replace(
+        &format!("Optimizer {now_note} (optimizer_state_factor {now})."),
+        &format!("Optimizer {then_note} (optimizer_state_factor {then})."),
+    );
+}
+
 /// What the Galvatron importer's note called the engine arguments it did not read.
 const UNREAD: &str = "Engine arguments not used by pipeplan: ";
 

@@ -8,10 +8,11 @@
 //!   its layer count, optimizer and global batch;
 //! - `Planner/simulations/profiles_tmp.json`: per model, GPU type, micro-batch size and
 //!   tensor-parallel degree, per layer `[forward, backward, update]` in seconds;
-//! - `Planner/llm_info.json`: per model, tensor-parallel degree and layer, `params_floats`
-//!   (parameters per GPU), `act_output_floats` (elements of the layer's output per sample) and
-//!   `act_mem_floats` (bytes allocated by the layer's forward per sample, divided by 4, as
-//!   Sailor's profiler records them);
+//! - `Planner/llm_info.json`: per model, tensor-parallel degree and layer, `params_floats` and
+//!   `params_bytes` (parameters per GPU, and their bytes in the profiled run's data type),
+//!   `act_output_bytes` (bytes of the layer's output per sample) and `act_mem_floats` (bytes
+//!   allocated by the layer's forward per sample, divided by 4, as Sailor's profiler records
+//!   them);
 //! - `Planner/simulations/configs/basic_cluster_config.json`: GPUs per node and memory per GPU;
 //! - `providers/intra_node_bandwidths.json`, `providers/multizone_bandwidths_het.json`: fitted
 //!   bandwidth curves; the instance takes each curve's saturation bandwidth (bytes/s).
@@ -32,8 +33,6 @@ use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-/// Bytes per element of fp16 weights and activations (Megatron-DeepSpeed mixed precision).
-const FP16: f64 = 2.0;
 /// Bytes per unit of `act_mem_floats` (Sailor's profiler stores allocated bytes / 4).
 const ACT_MEM_UNIT: f64 = 4.0;
 
@@ -236,8 +235,8 @@ pub fn import(
         Ok((
             t(0, "forward")? * 1e3,
             t(1, "backward")? * 1e3,
-            size("params_floats")? * FP16,
-            size("act_output_floats")? * FP16 * b,
+            size("params_bytes")?,
+            size("act_output_bytes")? * b,
             size("act_mem_floats")? * ACT_MEM_UNIT * b,
         ))
     };
@@ -326,25 +325,25 @@ pub fn import(
         || format!("sailor-{model}-{gpu}-{}n-mbs{}", sel.nodes, sel.micro_batch),
         str::to_string,
     );
-    let (state_factor, optimizer_note) = if optimizer.eq_ignore_ascii_case("sgd") {
-        (4.0, "SGD: fp32 master weights and gradients, 8 bytes per parameter beyond the fp16 weight and gradient")
-    } else {
-        (8.0, "Adam: fp32 master weights, two fp32 moments and fp32 gradient accumulation, 16 bytes per parameter beyond the fp16 weight and gradient")
-    };
+    let precision = precision_of(sizes, base, &model)?;
+    let sgd = optimizer.eq_ignore_ascii_case("sgd");
+    // DeepSpeed's gradient reduction flattens every gradient into one new buffer at each step
+    // (`allreduce_bucket`), which the caching allocator keeps: one weight-sized copy more.
+    let (state_factor, optimizer_note) = optimizer_states(precision, sgd);
     let training = Training {
         micro_batch: Some(sel.micro_batch),
         micro_batches: Some(global_batch.div_ceil(sel.micro_batch)),
         schedule: ScheduleKind::OneFOneB,
         weight_versions: 1,
         optimizer_state_factor: state_factor,
-        precision: Some(Precision::Mixed),
+        precision: Some(precision),
     };
     let notes = [
         format!("Imported by pipeplan from Sailor's profiles of {model} on {gpu} at micro-batch {} (one data-parallel replica's).", sel.micro_batch),
         format!("Times: profiles_tmp.json (seconds, forward and backward per layer) at tensor-parallel degree {base}{}; degrees {:?} carried as measurements.",
             if base > 1 { ", times its degree for one GPU" } else { "" },
             degrees.iter().filter(|&&d| d > 1).collect::<Vec<_>>()),
-        "Sizes: llm_info.json; weights = params_floats x 2 bytes (fp16), output = act_output_floats x 2 bytes per sample, saved = act_mem_floats x 4 bytes per sample (the profiler's allocation).".to_string(),
+        sizes_note(precision),
         format!("Optimizer {optimizer_note} (optimizer_state_factor {state_factor})."),
         format!("Cluster: {} nodes of {gpus_per_node} {gpu} (basic_cluster_config.json); bandwidths are the saturation values of Sailor's fitted curves (intra-node {:.1} GB/s, inter-node {:.1} GB/s per GPU).", sel.nodes, intra / 1e9, inter / 1e9),
         format!("Batch: global batch {global_batch} (training config) in micro-batches of {}.", sel.micro_batch),
@@ -411,6 +410,66 @@ pub fn import_file(
 }
 
 /// The saturation bandwidth (bytes/s) of a fitted curve `[[coefficients], saturation]`.
+/// `optimizer_state_factor` (extra weight-sized copies) and its explanation for the profiled data
+/// type and optimizer (SGD when `sgd`, else Adam).
+pub fn optimizer_states(precision: Precision, sgd: bool) -> (f64, &'static str) {
+    match (precision, sgd) {
+        (Precision::Fp32, true) => (2.0, "SGD in fp32: the momentum and DeepSpeed's flat copy of the gradients, 8 bytes per parameter beyond the fp32 weight and gradient"),
+        (Precision::Fp32, false) => (3.0, "Adam in fp32: two fp32 moments and DeepSpeed's flat copy of the gradients, 12 bytes per parameter beyond the fp32 weight and gradient"),
+        (_, true) => (4.0, "SGD: fp32 master weights and gradients, 8 bytes per parameter beyond the fp16 weight and gradient"),
+        (_, false) => (8.0, "Adam: fp32 master weights, two fp32 moments and fp32 gradient accumulation, 16 bytes per parameter beyond the fp16 weight and gradient"),
+    }
+}
+
+/// The instance note's sentence on where the sizes come from.
+pub fn sizes_note(precision: Precision) -> String {
+    let dtype = if precision == Precision::Fp32 {
+        "fp32"
+    } else {
+        "fp16"
+    };
+    format!("Sizes: llm_info.json, in the profiled run's data type ({dtype}); weights = params_bytes, output = act_output_bytes per sample, saved = act_mem_floats x 4 bytes per sample (the profiler's allocation).")
+}
+
+/// The data type of the profiled run, from the bytes `llm_info.json` records per parameter (its
+/// first layer with parameters at degree `base`): 4 is fp32 training (Sailor's runs: no `--fp16`),
+/// 2 fp16 mixed precision.
+fn precision_of(sizes: &Value, base: u32, model: &str) -> Result<Precision, InputError> {
+    let layers = sizes.get(base.to_string()).and_then(Value::as_object);
+    let mut ids: Vec<(usize, &Value)> = layers
+        .into_iter()
+        .flatten()
+        .filter_map(|(k, v)| Some((k.parse().ok()?, v)))
+        .collect();
+    ids.sort_unstable_by_key(|(l, _)| *l);
+    let (l, v) = ids
+        .into_iter()
+        .find(|(_, v)| v.get("params_floats").and_then(Value::as_f64) > Some(0.0))
+        .ok_or_else(|| {
+            InputError::field(
+                format!("llm_info.json.{model}.{base}"),
+                "no layer with parameters (params_floats > 0)",
+            )
+        })?;
+    let field = format!("llm_info.json.{model}.{base}.{l}.params_bytes");
+    let floats = v
+        .get("params_floats")
+        .and_then(Value::as_f64)
+        .unwrap_or(0.0);
+    let bytes = v
+        .get("params_bytes")
+        .and_then(Value::as_f64)
+        .ok_or_else(|| InputError::field(&field, "missing"))?;
+    match bytes / floats {
+        r if (r - 4.0).abs() < 1e-6 => Ok(Precision::Fp32),
+        r if (r - 2.0).abs() < 1e-6 => Ok(Precision::Mixed),
+        r => Err(InputError::field(
+            field,
+            format!("{r} bytes per parameter (params_bytes / params_floats): expected 4 (fp32) or 2 (fp16)"),
+        )),
+    }
+}
+
 fn saturation(v: &Value) -> Option<f64> {
     v.get(1).and_then(Value::as_f64).filter(|b| *b > 0.0)
 }
