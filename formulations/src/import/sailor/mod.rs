@@ -327,8 +327,6 @@ pub fn import(
     );
     let precision = precision_of(sizes, base, &model)?;
     let sgd = optimizer.eq_ignore_ascii_case("sgd");
-    // DeepSpeed's gradient reduction flattens every gradient into one new buffer at each step
-    // (`allreduce_bucket`), which the caching allocator keeps: one weight-sized copy more.
     let (state_factor, optimizer_note) = optimizer_states(precision, sgd);
     let training = Training {
         micro_batch: Some(sel.micro_batch),
@@ -409,9 +407,10 @@ pub fn import_file(
     import(&text, &files, sel, name).map_err(|e| e.in_file(path))
 }
 
-/// The saturation bandwidth (bytes/s) of a fitted curve `[[coefficients], saturation]`.
 /// `optimizer_state_factor` (extra weight-sized copies) and its explanation for the profiled data
-/// type and optimizer (SGD when `sgd`, else Adam).
+/// type and optimizer (SGD when `sgd`, else Adam). In fp32, the copies beyond the optimizer's
+/// are DeepSpeed's: its gradient reduction flattens every gradient into one new buffer at each
+/// step (`allreduce_bucket`), which the caching allocator keeps (`docs/sailor.md`).
 pub fn optimizer_states(precision: Precision, sgd: bool) -> (f64, &'static str) {
     match (precision, sgd) {
         (Precision::Fp32, true) => (2.0, "SGD in fp32: the momentum and DeepSpeed's flat copy of the gradients, 8 bytes per parameter beyond the fp32 weight and gradient"),
@@ -470,6 +469,7 @@ fn precision_of(sizes: &Value, base: u32, model: &str) -> Result<Precision, Inpu
     }
 }
 
+/// The saturation bandwidth (bytes/s) of a fitted curve `[[coefficients], saturation]`.
 fn saturation(v: &Value) -> Option<f64> {
     v.get(1).and_then(Value::as_f64).filter(|b| *b > 0.0)
 }
