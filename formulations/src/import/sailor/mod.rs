@@ -325,7 +325,7 @@ pub fn import(
         || format!("sailor-{model}-{gpu}-{}n-mbs{}", sel.nodes, sel.micro_batch),
         str::to_string,
     );
-    let precision = precision_of(sizes, base, &model)?;
+    let precision = precision_of(sizes, base, layers_n, &model)?;
     let sgd = optimizer.eq_ignore_ascii_case("sgd");
     let (state_factor, optimizer_note) = optimizer_states(precision, sgd);
     let training = Training {
@@ -431,19 +431,23 @@ pub fn sizes_note(precision: Precision) -> String {
 }
 
 /// The data type of the profiled run, from the bytes `llm_info.json` records per parameter (its
-/// first layer with parameters at degree `base`): 4 is fp32 training (Sailor's runs: no `--fp16`),
-/// 2 fp16 mixed precision.
-fn precision_of(sizes: &Value, base: u32, model: &str) -> Result<Precision, InputError> {
-    let layers = sizes.get(base.to_string()).and_then(Value::as_object);
-    let mut ids: Vec<(usize, &Value)> = layers
-        .into_iter()
-        .flatten()
-        .filter_map(|(k, v)| Some((k.parse().ok()?, v)))
-        .collect();
-    ids.sort_unstable_by_key(|(l, _)| *l);
-    let (l, v) = ids
-        .into_iter()
-        .find(|(_, v)| v.get("params_floats").and_then(Value::as_f64) > Some(0.0))
+/// first of `layers` layers with parameters at degree `base`, all of them read by then): 4 is
+/// fp32 training (Sailor's runs: no `--fp16`), 2 fp16 mixed precision.
+fn precision_of(
+    sizes: &Value,
+    base: u32,
+    layers: usize,
+    model: &str,
+) -> Result<Precision, InputError> {
+    let at = |l: usize, key: &str| {
+        sizes
+            .get(base.to_string())
+            .and_then(|s| s.get(l.to_string()))
+            .and_then(|s| s.get(key))
+            .and_then(Value::as_f64)
+    };
+    let (l, floats) = (0..layers)
+        .find_map(|l| Some((l, at(l, "params_floats").filter(|f| *f > 0.0)?)))
         .ok_or_else(|| {
             InputError::field(
                 format!("llm_info.json.{model}.{base}"),
@@ -451,14 +455,7 @@ fn precision_of(sizes: &Value, base: u32, model: &str) -> Result<Precision, Inpu
             )
         })?;
     let field = format!("llm_info.json.{model}.{base}.{l}.params_bytes");
-    let floats = v
-        .get("params_floats")
-        .and_then(Value::as_f64)
-        .unwrap_or(0.0);
-    let bytes = v
-        .get("params_bytes")
-        .and_then(Value::as_f64)
-        .ok_or_else(|| InputError::field(&field, "missing"))?;
+    let bytes = at(l, "params_bytes").ok_or_else(|| InputError::field(&field, "missing"))?;
     match bytes / floats {
         r if (r - 4.0).abs() < 1e-6 => Ok(Precision::Fp32),
         r if (r - 2.0).abs() < 1e-6 => Ok(Precision::Mixed),
