@@ -423,3 +423,59 @@ fn repair_layers_mends_the_mistyped_plans_and_lists_them() {
         stderr(&out)
     );
 }
+
+#[test]
+fn runs_none_of_which_can_be_judged_are_listed_without_a_summary() {
+    let Some(root) = sailor() else { return };
+    let run =
+        root.join("Planner/simulations/validation/clariden/OPT-350/N2/plan_config_N2_D1.json");
+    let mut doc: Value = serde_json::from_str(&std::fs::read_to_string(run).unwrap()).unwrap();
+    doc.as_object_mut().unwrap().remove("max_mem");
+    let dir = tempfile::tempdir().unwrap();
+    let folder = dir.path().join("OPT-350/N2");
+    std::fs::create_dir_all(&folder).unwrap();
+    std::fs::write(folder.join("plan_config_N2_D1.json"), doc.to_string()).unwrap();
+    let root_arg = root.display().to_string();
+    let runs = dir.path().display().to_string();
+    let out = pipeplan(&["accuracy", &runs, "--sailor-root", &root_arg]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = stdout(&out);
+    // The missing field is the one named, and no error is made up over no run.
+    assert!(text.contains("max_mem: missing"), "{text}");
+    assert!(text.contains("no run judged"), "{text}");
+    assert!(!text.contains("time median"), "{text}");
+    let out = pipeplan(&["accuracy", &runs, "--sailor-root", &root_arg, "--json"]);
+    let v: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(v["summary"], Value::Array(vec![]));
+    assert_eq!(strings(&v["not_judged"], "status"), ["invalid"]);
+}
+
+#[test]
+fn folders_alike_inside_keep_their_runs_apart_and_each_file_counts_once() {
+    let Some(root) = sailor() else { return };
+    let run =
+        root.join("Planner/simulations/validation/clariden/OPT-350/N2/plan_config_N2_D1.json");
+    let dir = tempfile::tempdir().unwrap();
+    for cluster in ["a", "b"] {
+        let folder = dir.path().join(cluster).join("OPT-350/N2");
+        std::fs::create_dir_all(&folder).unwrap();
+        std::fs::copy(&run, folder.join("plan_config_N2_D1.json")).unwrap();
+    }
+    let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+    let (a, b) = (a.to_str().unwrap(), b.to_str().unwrap());
+    let root_arg = root.display().to_string();
+    let out = pipeplan(&["accuracy", a, b, a, "--sailor-root", &root_arg, "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let v: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(
+        strings(&v["runs"], "name"),
+        [
+            "a/OPT-350/N2/plan_config_N2_D1.json",
+            "b/OPT-350/N2/plan_config_N2_D1.json"
+        ]
+    );
+    assert_eq!(
+        strings(&v["summary"], "dataset"),
+        ["a/OPT-350", "b/OPT-350", "all"]
+    );
+}

@@ -126,6 +126,8 @@ fn missing_selections_are_named() {
     );
     let e = err(select("GH-96", 1, 3));
     assert!(e.contains("not profiled at micro-batch 3"), "{e}");
+    // The sizes that are profiled, in numeric order.
+    assert!(e.contains("profiled sizes: 1, 2, 4, 8, 16"), "{e}");
     assert!(e.contains("training_config_opt_350.json"), "{e}");
 }
 

@@ -283,11 +283,17 @@ pub fn accuracy(a: AccuracyArgs) -> Result<(), Failure> {
                 )
             };
             let mut out = format!("evaluator {which}; error = (evaluated - measured) / measured\n");
-            out.push_str(&scores_table(&scores));
+            if !scores.is_empty() {
+                out.push_str(&scores_table(&scores));
+            }
             out.push_str(&repaired_text(&repaired));
             out.push_str(&not_judged_text(&not));
-            out.push_str("\nabsolute relative error\n");
-            out.push_str(&summary_table("data set", &summary));
+            if summary.is_empty() {
+                out.push_str("\nno run judged: no error to summarise\n");
+            } else {
+                out.push_str("\nabsolute relative error\n");
+                out.push_str(&summary_table("data set", &summary));
+            }
             let sync = sync_summary("data-parallel runs", &scores);
             if sync.runs > 0 {
                 out.push('\n');

@@ -141,8 +141,12 @@ pub fn worst_abs(v: &[f64]) -> f64 {
     v.iter().map(|x| x.abs()).fold(0.0, f64::max)
 }
 
-/// One summary per data set (in order of first appearance), then `all`.
+/// One summary per data set (in order of first appearance), then `all`; none without scores
+/// (no error is measured over no run).
 pub fn summarize(scores: &[Score]) -> Vec<Summary> {
+    if scores.is_empty() {
+        return Vec::new();
+    }
     let mut sets: Vec<&str> = Vec::new();
     for s in scores {
         if !sets.contains(&s.dataset.as_str()) {
@@ -179,6 +183,7 @@ mod tests {
         assert_eq!(median_abs(&[0.1, -0.3, 0.2]), 0.2);
         assert_eq!(median_abs(&[0.1, -0.3, 0.2, -0.4]), 0.25);
         assert_eq!(median_abs(&[]), 0.0);
+        assert!(summarize(&[]).is_empty(), "no `all` row over no run");
         assert_eq!(worst_abs(&[0.1, -0.3, 0.2]), 0.3);
         assert!((relative(110.0, 100.0) - 0.1).abs() < 1e-12);
     }

@@ -471,10 +471,18 @@ fn saturation(v: &Value) -> Option<f64> {
     v.get(1).and_then(Value::as_f64).filter(|b| *b > 0.0)
 }
 
+/// The keys of a JSON object, for a message: numbers (micro-batch sizes, degrees) in numeric
+/// order, before any other key.
 fn keys(v: &Value) -> String {
-    v.as_object()
-        .map(|o| o.keys().cloned().collect::<Vec<_>>().join(", "))
-        .unwrap_or_default()
+    let mut keys: Vec<&String> = v
+        .as_object()
+        .map(|o| o.keys().collect())
+        .unwrap_or_default();
+    keys.sort_by_key(|k| (k.parse::<u64>().map_or(u64::MAX, |n| n), k.to_string()));
+    keys.iter()
+        .map(|k| k.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 fn str_field(v: &Value, key: &str) -> Result<String, InputError> {

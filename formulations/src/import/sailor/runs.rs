@@ -50,8 +50,24 @@ pub struct Run {
 }
 
 /// Every `plan_config*.json` under `dirs` (a file given directly counts too), prepared, in path
-/// order. A folder that cannot be read is an error.
+/// order, each file once however often it is given. Runs are named under the folder they were
+/// given in, or under the folders' common ancestor when several are given, so that runs of two
+/// folders alike inside (two clusters' `OPT-350/N4/...`) keep apart, in their names and data
+/// sets. A folder that cannot be read is an error.
 pub fn collect(dirs: &[PathBuf], opts: &RunOptions) -> Result<Vec<Run>, InputError> {
+    let folder = |dir: &PathBuf| {
+        if dir.is_file() {
+            dir.parent().unwrap_or(Path::new("")).to_path_buf()
+        } else {
+            dir.clone()
+        }
+    };
+    let common = if dirs.len() > 1 {
+        common_ancestor(dirs.iter().map(folder))
+    } else {
+        None
+    };
+    let mut seen = std::collections::HashSet::new();
     let mut runs = Vec::new();
     for dir in dirs {
         let mut files = Vec::new();
@@ -61,16 +77,36 @@ pub fn collect(dirs: &[PathBuf], opts: &RunOptions) -> Result<Vec<Run>, InputErr
             walk(dir, &mut files)?;
         }
         files.sort();
-        let base = if dir.is_file() {
-            dir.parent().unwrap_or(Path::new("")).to_path_buf()
-        } else {
-            dir.clone()
-        };
         for f in files {
-            runs.push(prepare(&f, &base, opts));
+            let canonical = f.canonicalize().unwrap_or_else(|_| f.clone());
+            if !seen.insert(canonical.clone()) {
+                continue;
+            }
+            runs.push(match &common {
+                Some(base) => prepare(&canonical, base, opts),
+                None => prepare(&f, &folder(dir), opts),
+            });
         }
     }
     Ok(runs)
+}
+
+/// The deepest folder holding all of `folders` (canonical); `None` when one cannot be resolved.
+fn common_ancestor(folders: impl Iterator<Item = PathBuf>) -> Option<PathBuf> {
+    let mut common: Option<PathBuf> = None;
+    for f in folders {
+        let f = f.canonicalize().ok()?;
+        common = Some(match common {
+            None => f,
+            Some(c) => c
+                .components()
+                .zip(f.components())
+                .take_while(|(a, b)| a == b)
+                .map(|(a, _)| a)
+                .collect(),
+        });
+    }
+    common
 }
 
 fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), InputError> {
@@ -160,14 +196,18 @@ fn outcome(
         );
         return Ok((Outcome::Unsupported(reason), None));
     }
-    let (Some(iteration_ms), Some(peak_memory)) =
-        (sp.measured_iteration_ms, sp.measured_peak_memory)
-    else {
-        return Err(InputError::field(
-            "real",
-            "a measured run needs `real` (iteration time, s) and `max_mem` (bytes)",
-        ));
+    let need = |key: &str, what: &str| {
+        InputError::field(
+            key,
+            format!("missing: a measured run needs `{key}` ({what})"),
+        )
     };
+    let iteration_ms = sp
+        .measured_iteration_ms
+        .ok_or_else(|| need("real", "the iteration time, s"))?;
+    let peak_memory = sp
+        .measured_peak_memory
+        .ok_or_else(|| need("max_mem", "the peak memory, bytes"))?;
     let files = match &opts.root {
         Some(r) => Files::new(r),
         None => Files::above(path).ok_or_else(|| {
