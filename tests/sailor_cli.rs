@@ -319,6 +319,30 @@ fn evaluate_plan_from_sailor_judges_a_measured_run_as_accuracy_does() {
         inst.to_str().unwrap(),
     ]));
     assert!(table.contains("of which gradient sync"), "{table}");
+    // The instance is profiled at the plan's micro-batch: nothing is scaled, nothing said.
+    assert!(
+        !stderr(&out).contains("scaled linearly"),
+        "{}",
+        stderr(&out)
+    );
+    // A run at another micro-batch (4) is judged with the profile scaled, and that is said.
+    let run4 = root
+        .join("Planner/simulations/validation/clariden/OPT-350/N4/plan_config_N4_D4.json")
+        .display()
+        .to_string();
+    let out = pipeplan(&[
+        "evaluate",
+        "--plan-from",
+        "sailor",
+        &run4,
+        inst.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let e = stderr(&out);
+    assert!(
+        e.contains("micro-batches of 4 per replica") && e.contains("--batch 4"),
+        "{e}"
+    );
 }
 
 #[test]

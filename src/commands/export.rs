@@ -102,21 +102,42 @@ pub fn plan_of(a: &EvaluateArgs, inst: &Instance) -> Result<Option<RuntimePlan>,
         None => None,
     };
     let text = read_text(&a.plan)?;
-    if !a.repair_layers {
-        let rp = format
+    let rp = if !a.repair_layers {
+        format
             .read(&text, inst, &ReadOptions { modules })
-            .map_err(|e| e.in_file(&a.plan))?;
-        return Ok(Some(rp));
-    }
-    if format != PlanFormat::Sailor {
+            .map_err(|e| e.in_file(&a.plan))?
+    } else if format == PlanFormat::Sailor {
+        let (rp, mended) =
+            plan_from::sailor::read_repairing(&text, inst).map_err(|e| e.in_file(&a.plan))?;
+        if let Some(m) = mended {
+            eprintln!("note: {}: mended (--repair-layers): {m}", a.plan.display());
+        }
+        rp
+    } else {
         return Err(Failure::input(format!(
             "--repair-layers mends Sailor plan files (--plan-from sailor), not {format}"
         )));
-    }
-    let (rp, mended) =
-        plan_from::sailor::read_repairing(&text, inst).map_err(|e| e.in_file(&a.plan))?;
-    if let Some(m) = mended {
-        eprintln!("note: {}: mended (--repair-layers): {m}", a.plan.display());
+    };
+    if format == PlanFormat::Sailor {
+        if let Some(note) = unprofiled_size(&rp.plan, inst) {
+            eprintln!("note: {}: {note}", a.plan.display());
+        }
     }
     Ok(Some(rp))
+}
+
+/// A Sailor plan trains each replica at its own micro-batch size; when that is not the size the
+/// instance was profiled at, the evaluator scales the profile linearly, which small batches
+/// (kernels far from saturation) do not follow.
+fn unprofiled_size(plan: &Plan, inst: &Instance) -> Option<String> {
+    let dp = plan.stages.first()?.dp.max(1);
+    let per_replica = plan.schedule.micro_batch()? / dp;
+    (per_replica != inst.model.batch).then(|| {
+        format!(
+            "the plan trains micro-batches of {per_replica} per replica, the instance was \
+             profiled at {}: its times are scaled linearly; an instance imported with --batch \
+             {per_replica} uses the profile measured at that size",
+            inst.model.batch
+        )
+    })
 }
