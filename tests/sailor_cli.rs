@@ -21,10 +21,17 @@ fn strings<'a>(array: &'a Value, key: &str) -> Vec<&'a str> {
         .collect()
 }
 
-fn gh200_runs(root: &std::path::Path) -> String {
+fn gh200_dir(root: &std::path::Path) -> std::path::PathBuf {
     root.join("Planner/simulations/validation/clariden")
-        .display()
-        .to_string()
+}
+
+fn gh200_runs(root: &std::path::Path) -> String {
+    gh200_dir(root).display().to_string()
+}
+
+/// A file or folder of the GH200 runs.
+fn gh200_run(root: &std::path::Path, run: &str) -> std::path::PathBuf {
+    gh200_dir(root).join(run)
 }
 
 #[test]
@@ -70,7 +77,7 @@ fn accuracy_judges_every_valid_run_and_names_the_rest() {
         .unwrap_or_else(|| panic!("no gradient reduction summary: {text}"));
     assert_eq!(sync_row.split_whitespace().nth(2), Some("14"), "{sync_row}");
     // Runs without data parallelism measured no reduction to summarise.
-    let single = root.join("Planner/simulations/validation/clariden/OPT-350/N1");
+    let single = gh200_run(&root, "OPT-350/N1");
     let text = stdout(&pipeplan(&["accuracy", &single.display().to_string()]));
     assert!(text.contains("gradient sync (evaluated)"), "{text}");
     assert!(!text.contains("data-parallel runs"), "{text}");
@@ -85,7 +92,7 @@ fn accuracy_judges_every_valid_run_and_names_the_rest() {
 #[test]
 fn a_data_set_folder_given_alone_names_its_runs_by_it() {
     let Some(root) = sailor() else { return };
-    let clariden = root.join("Planner/simulations/validation/clariden");
+    let clariden = gh200_dir(&root);
     let dir = |d: &str| clariden.join(d).display().to_string();
     let out = pipeplan(&["accuracy", &dir("OPT-350"), &dir("GPT-NEO/N2"), "--json"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
@@ -282,8 +289,7 @@ fn evaluate_plan_from_sailor_judges_a_measured_run_as_accuracy_does() {
         inst.to_str().unwrap(),
     ]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let run =
-        root.join("Planner/simulations/validation/clariden/OPT-350/N4/plan_config_N4_D2.json");
+    let run = gh200_run(&root, "OPT-350/N4/plan_config_N4_D2.json");
     let out = pipeplan(&[
         "evaluate",
         "--plan-from",
@@ -326,15 +332,12 @@ fn evaluate_plan_from_sailor_judges_a_measured_run_as_accuracy_does() {
         stderr(&out)
     );
     // A run at another micro-batch (4) is judged with the profile scaled, and that is said.
-    let run4 = root
-        .join("Planner/simulations/validation/clariden/OPT-350/N4/plan_config_N4_D4.json")
-        .display()
-        .to_string();
+    let run4 = gh200_run(&root, "OPT-350/N4/plan_config_N4_D4.json");
     let out = pipeplan(&[
         "evaluate",
         "--plan-from",
         "sailor",
-        &run4,
+        run4.to_str().unwrap(),
         inst.to_str().unwrap(),
     ]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
@@ -398,8 +401,7 @@ fn repair_layers_mends_the_mistyped_plans_and_lists_them() {
     import.extend(args);
     let out = pipeplan(&import);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let run =
-        root.join("Planner/simulations/validation/clariden/GPT-NEO/N8/plan_config_N8_D2.json");
+    let run = gh200_run(&root, "GPT-NEO/N8/plan_config_N8_D2.json");
     let (run, inst) = (run.to_str().unwrap(), inst.to_str().unwrap());
     let out = pipeplan(&["evaluate", "--plan-from", "sailor", run, inst]);
     assert_eq!(out.status.code(), Some(2));
@@ -451,8 +453,7 @@ fn repair_layers_mends_the_mistyped_plans_and_lists_them() {
 #[test]
 fn runs_none_of_which_can_be_judged_are_listed_without_a_summary() {
     let Some(root) = sailor() else { return };
-    let run =
-        root.join("Planner/simulations/validation/clariden/OPT-350/N2/plan_config_N2_D1.json");
+    let run = gh200_run(&root, "OPT-350/N2/plan_config_N2_D1.json");
     let mut doc: Value = serde_json::from_str(&std::fs::read_to_string(run).unwrap()).unwrap();
     doc.as_object_mut().unwrap().remove("max_mem");
     let dir = tempfile::tempdir().unwrap();
@@ -477,8 +478,7 @@ fn runs_none_of_which_can_be_judged_are_listed_without_a_summary() {
 #[test]
 fn folders_alike_inside_keep_their_runs_apart_and_each_file_counts_once() {
     let Some(root) = sailor() else { return };
-    let run =
-        root.join("Planner/simulations/validation/clariden/OPT-350/N2/plan_config_N2_D1.json");
+    let run = gh200_run(&root, "OPT-350/N2/plan_config_N2_D1.json");
     let dir = tempfile::tempdir().unwrap();
     for cluster in ["a", "b"] {
         let folder = dir.path().join(cluster).join("OPT-350/N2");

@@ -102,11 +102,12 @@ pub fn plan_of(a: &EvaluateArgs, inst: &Instance) -> Result<Option<RuntimePlan>,
         None => None,
     };
     let text = read_text(&a.plan)?;
-    let rp = if !a.repair_layers {
-        format
-            .read(&text, inst, &ReadOptions { modules })
-            .map_err(|e| e.in_file(&a.plan))?
-    } else if format == PlanFormat::Sailor {
+    if a.repair_layers && format != PlanFormat::Sailor {
+        return Err(Failure::input(format!(
+            "--repair-layers mends Sailor plan files (--plan-from sailor), not {format}"
+        )));
+    }
+    let rp = if a.repair_layers {
         let (rp, mended) =
             plan_from::sailor::read_repairing(&text, inst).map_err(|e| e.in_file(&a.plan))?;
         if let Some(m) = mended {
@@ -114,9 +115,9 @@ pub fn plan_of(a: &EvaluateArgs, inst: &Instance) -> Result<Option<RuntimePlan>,
         }
         rp
     } else {
-        return Err(Failure::input(format!(
-            "--repair-layers mends Sailor plan files (--plan-from sailor), not {format}"
-        )));
+        format
+            .read(&text, inst, &ReadOptions { modules })
+            .map_err(|e| e.in_file(&a.plan))?
     };
     if format == PlanFormat::Sailor {
         if let Some(note) = unprofiled_size(&rp.plan, inst) {

@@ -478,7 +478,7 @@ fn keys(v: &Value) -> String {
         .as_object()
         .map(|o| o.keys().collect())
         .unwrap_or_default();
-    keys.sort_by_key(|k| (k.parse::<u64>().map_or(u64::MAX, |n| n), k.to_string()));
+    keys.sort_by_key(|k| (k.parse::<u64>().unwrap_or(u64::MAX), *k));
     keys.iter()
         .map(|k| k.as_str())
         .collect::<Vec<_>>()

@@ -77,15 +77,15 @@ pub fn collect(dirs: &[PathBuf], opts: &RunOptions) -> Result<Vec<Run>, InputErr
             walk(dir, &mut files)?;
         }
         files.sort();
+        let base = common.clone().unwrap_or_else(|| folder(dir));
         for f in files {
             let canonical = f.canonicalize().unwrap_or_else(|_| f.clone());
             if !seen.insert(canonical.clone()) {
                 continue;
             }
-            runs.push(match &common {
-                Some(base) => prepare(&canonical, base, opts),
-                None => prepare(&f, &folder(dir), opts),
-            });
+            // The common ancestor is canonical, so its runs are named from canonical paths.
+            let path = if common.is_some() { canonical } else { f };
+            runs.push(prepare(&path, &base, opts));
         }
     }
     Ok(runs)
