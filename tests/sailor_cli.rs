@@ -247,22 +247,20 @@ fn import_from_sailor_needs_a_gpu_type_and_writes_a_valid_instance() {
     let out = pipeplan(&["import", "--from", "sailor", &config]);
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("gpu_type"), "{}", stderr(&out));
-    let out = pipeplan(&[
-        "import",
-        "--from",
-        "sailor",
-        &config,
-        "--gpu-type",
-        "GH-96",
-        "--nodes",
-        "8",
-        "--batch",
-        "4",
-    ]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let v: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let import = |options: &[&str]| -> Value {
+        let mut args = vec!["import", "--from", "sailor", &config, "--gpu-type", "GH-96"];
+        args.extend_from_slice(options);
+        let out = pipeplan(&args);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        serde_json::from_str(&stdout(&out)).unwrap()
+    };
+    let v = import(&["--nodes", "8", "--batch", "4"]);
     assert_eq!(v["cluster"]["gpus"], 32);
     assert_eq!(v["model"]["layers"].as_array().unwrap().len(), 34);
+    // Nodes of another size: `--nodes` of them, each with `--gpus-per-node` GPUs.
+    let v = import(&["--nodes", "3", "--gpus-per-node", "2"]);
+    assert_eq!(v["cluster"]["gpus"], 6);
+    assert_eq!(v["cluster"]["gpus_per_node"], 2);
 }
 
 #[test]

@@ -13,7 +13,7 @@
 //! compute per micro-batch.
 
 use crate::error::InputError;
-use crate::instance::{Chain, Instance, ScheduleKind, Traffic};
+use crate::instance::{Chain, Instance, MeasuredDegree, ScheduleKind, Traffic};
 use crate::plan::{Plan, Stage};
 
 /// Ring all-reduce time (ms) of `bytes` over `d` participants at `bw` bytes/s: 2(d-1)/d x bytes/bw.
@@ -236,6 +236,15 @@ pub fn stage_cost(
     stage_cost_with(inst, chain, st, kind, cut_before, cut_after, extra)
 }
 
+/// The measurements of the stage's layers at its tensor-parallel degree, when the instance has
+/// them (`model.layers[i].tensor_parallel`); `None` for tp 1, a Ulysses group (it splits the
+/// sequence, not the weights) or a degree not measured, whose layers are divided by the degree.
+pub fn measured_degree<'a>(chain: &'a Chain, st: &Stage) -> Option<&'a MeasuredDegree> {
+    (st.tp > 1 && !st.ulysses)
+        .then(|| chain.measured(st.tp))
+        .flatten()
+}
+
 /// Cost of one stage with the swap/recompute model: `extra` = the per-layer model and the idle
 /// lower bounds of [`idle_lower_bounds`] (`None`: no actions, no workspace). [`stage_cost`] uses
 /// the model only when the stage has actions, with idle times for single-GPU stages.
@@ -255,10 +264,7 @@ pub fn stage_cost_with(
     // Layers measured at the stage's tensor-parallel degree: their per-GPU numbers times the
     // degree stand for the whole group's, so the division by `tp` below gives them back, and
     // the measured times already include the group's all-reduces.
-    // (Measurements are of tensor parallelism: a Ulysses group splits the sequence instead.)
-    let measured = (st.tp > 1 && !st.ulysses)
-        .then(|| chain.measured(st.tp))
-        .flatten();
+    let measured = measured_degree(chain, st);
     let tpf = st.tp as f64;
     let layer = |i: usize| match measured {
         Some(m) => (

@@ -25,6 +25,7 @@ fn select(gpu: &str, nodes: u32, mbs: u32) -> Selection {
         gpu_type: gpu.into(),
         nodes,
         micro_batch: mbs,
+        gpus_per_node: None,
     }
 }
 
@@ -231,6 +232,104 @@ fn asked_to_repair_the_three_mistyped_gpt_neo_plans_are_judged_and_say_so() {
     assert_eq!(judged, 22);
 }
 
+/// One edit of a run's plan file.
+type Edit = fn(&mut serde_json::Value);
+
+/// Copies of OPT-350's `N4_D2` run (2 stages x dp 2 x tp 4, micro-batch 1, 4 nodes of 4), each
+/// changed by its edit, under `OPT-350/N4/` of a new folder.
+fn edited_runs(root: &std::path::Path, edits: &[(&str, Edit)]) -> tempfile::TempDir {
+    let run =
+        root.join("Planner/simulations/validation/clariden/OPT-350/N4/plan_config_N4_D2.json");
+    let plan: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run).unwrap()).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let folder = dir.path().join("OPT-350/N4");
+    std::fs::create_dir_all(&folder).unwrap();
+    for (name, edit) in edits {
+        let mut p = plan.clone();
+        edit(&mut p);
+        std::fs::write(
+            folder.join(format!("plan_config_{name}.json")),
+            p.to_string(),
+        )
+        .unwrap();
+    }
+    dir
+}
+
+/// Every replica of every stage of a plan file: `[[[gpu_type, gpus_per_node, zone]], tp]`.
+fn replicas(p: &mut serde_json::Value) -> impl Iterator<Item = &mut serde_json::Value> {
+    p["pipeline_list"][0]["tmp_per_stage"]
+        .as_array_mut()
+        .unwrap()
+        .iter_mut()
+        .flat_map(|s| s.as_array_mut().unwrap().iter_mut())
+}
+
+#[test]
+fn runs_are_judged_on_their_own_machines_and_profiled_degrees_only() {
+    let Some(root) = sailor() else { return };
+    let dir = edited_runs(
+        &root,
+        &[
+            ("as_run", |_| {}),
+            ("nodes_of_2", |p| {
+                replicas(p).for_each(|r| r[0][0][1] = 2.into());
+                p["N"] = 8.into();
+            }),
+            ("tp_3", |p| replicas(p).for_each(|r| r[1] = 3.into())),
+            ("mixed_sizes", |p| {
+                replicas(p).take(1).for_each(|r| r[0][0][1] = 8.into())
+            }),
+        ],
+    );
+    let opts = RunOptions {
+        root: Some(root.clone()),
+        ..RunOptions::default()
+    };
+    let runs = collect(&[dir.path().to_path_buf()], &opts).unwrap();
+    let outcome = |name: &str| {
+        &runs
+            .iter()
+            .find(|r| r.name.ends_with(&format!("plan_config_{name}.json")))
+            .unwrap()
+            .outcome
+    };
+    let Outcome::Ready(as_run) = outcome("as_run") else {
+        panic!("{:?}", outcome("as_run"))
+    };
+    assert_eq!(as_run.instance.cluster.gpus_per_node, Some(4));
+    assert_eq!(as_run.instance.cluster.gpus, 16);
+    // The run's machines hold 2 GPUs each: 8 nodes of 2, each tp group over two of them.
+    let Outcome::Ready(halves) = outcome("nodes_of_2") else {
+        panic!("{:?}", outcome("nodes_of_2"))
+    };
+    assert_eq!(halves.instance.cluster.gpus_per_node, Some(2));
+    assert_eq!(halves.instance.cluster.gpus, 16);
+    assert!(
+        halves
+            .instance
+            .source
+            .contains("8 nodes of 2 GH-96 (the run's machines; basic_cluster_config.json gives 4)"),
+        "{}",
+        halves.instance.source
+    );
+    // GH-96 at micro-batch 1 is profiled at degrees 1, 2 and 4: tp 3 would be a guess.
+    let Outcome::Invalid(e) = outcome("tp_3") else {
+        panic!("{:?}", outcome("tp_3"))
+    };
+    assert!(
+        e.contains("pipeline_list[0].tmp_per_stage[0]")
+            && e.contains("tensor-parallel degree 3")
+            && e.contains("profiles_tmp.json.OPT-350.GH-96.1: profiled degrees 1, 2, 4"),
+        "{e}"
+    );
+    let Outcome::Unsupported(e) = outcome("mixed_sizes") else {
+        panic!("{:?}", outcome("mixed_sizes"))
+    };
+    assert!(e.contains("machines of several sizes ([8, 4] GPUs)"), "{e}");
+}
+
 const PLAN: &str = r#"{
   "pipeline_list": [{"num_stages": 2, "layers_per_stage": [[0, 1], [2, 3]],
     "tmp_per_stage": [[[[["X", 4, "z"]], 2], [[["X", 4, "z"]], 2]], [[[["X", 4, "z"]], 2], [[["X", 4, "z"]], 2]]],
@@ -275,6 +374,26 @@ fn plan_files_become_plans_and_bad_ones_name_the_field() {
     );
     let none = SailorPlan::from_json(&PLAN.replace(", \"red_grads\": 0.25", "")).unwrap();
     assert_eq!(none.measured_grad_sync_ms, None, "optional");
+    assert_eq!(sp.node_sizes, [4]);
+    let e = bad(
+        "[[[\"X\", 4, \"z\"]], 2], [[[\"X\", 4",
+        "[[[\"X\", 0, \"z\"]], 2], [[[\"X\", 4",
+    );
+    assert!(
+        e.contains("tmp_per_stage[0][0]") && e.contains("GPUs per node is not a positive integer"),
+        "{e}"
+    );
+    // Every stage's degree must be one the profile measured at the plan's micro-batch.
+    assert!(sp.check_degrees(&[1, 2, 4], "p").is_ok());
+    let e = sp
+        .check_degrees(&[1, 4], "profiles.M.X.2")
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        e,
+        "pipeline_list[0].tmp_per_stage[0]: tensor-parallel degree 2: the profile has no \
+         measurement at it (profiles.M.X.2: profiled degrees 1, 4)"
+    );
     let e = bad("[[0, 1], [2, 3]]", "[[0, 1], [1, 3]]");
     assert!(
         e.contains("layer 1 is listed 2 times") && e.contains("[2]"),
@@ -380,13 +499,34 @@ fn measured_degrees_replace_the_scaling_rule() {
         "{:?}",
         ev.stage_time
     );
-    // tp 4 is not: 4 layers x (4 + 8) ms / 4 plus the all-reduces of the scaling rule.
+    assert!(
+        ev.notes.iter().all(|n| !n.contains("does not measure")),
+        "{:?}",
+        ev.notes
+    );
+    // tp 4 is not: 4 layers x (4 + 8) ms / 4 plus the all-reduces of the scaling rule, and the
+    // notes say so.
     let ev4 = evaluate(&inst, &tp_stage(vec![0, 1, 2, 3], 1, 4)).unwrap();
     assert!(
         ev4.stage_time[0] > 12.0 && ev4.stage_time[0] < 14.0,
         "{:?}",
         ev4.stage_time
     );
+    assert_eq!(
+        ev4.notes,
+        ["stage 0 (tp 4) at a tensor-parallel degree the instance does not measure (it measures \
+          2): their layers are one GPU's numbers divided by the degree, with an all-reduce of \
+          each layer's output per pass"]
+    );
+    // Without measurements the rule is the model, and nothing is said.
+    let mut plain = inst.clone();
+    plain
+        .model
+        .layers
+        .iter_mut()
+        .for_each(|l| l.tensor_parallel.clear());
+    let ev = evaluate(&plain, &tp_stage(vec![0, 1, 2, 3], 1, 4)).unwrap();
+    assert!(ev.notes.is_empty(), "{:?}", ev.notes);
     // A layer measured at other degrees than layer 0 is refused, naming it.
     let mut bad = inst.clone();
     bad.model.layers[2].tensor_parallel[0].degree = 4;

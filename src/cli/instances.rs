@@ -86,7 +86,8 @@ pub struct ProfileArgs {
     /// Sailor: the GPU type to import (as Sailor names it: GH-96, A100-40, ...).
     #[arg(long)]
     pub gpu_type: Option<String>,
-    /// Sailor: nodes of that GPU type (default 1; GPUs per node come from the checkout).
+    /// Sailor: nodes of that GPU type (default 1), each with `--gpus-per-node` GPUs (default: the
+    /// checkout's node size for the type).
     #[arg(long)]
     pub nodes: Option<u32>,
     #[command(flatten)]

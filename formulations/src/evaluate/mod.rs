@@ -12,9 +12,9 @@
 //!
 //! Communications between stages count as resources of the pipeline, as in MadPipe.
 
-use crate::cost::{cut_costs, stage_costs, StageCost};
+use crate::cost::{cut_costs, measured_degree, stage_costs, StageCost};
 use crate::error::InputError;
-use crate::instance::{Instance, ScheduleKind};
+use crate::instance::{Chain, Instance, ScheduleKind};
 use crate::one_f_one_b_star::{one_f_one_b_star, Resource};
 use crate::plan::{OpKind, Pattern, PatternOp, Plan, Schedule};
 use crate::units::fmt_bytes;
@@ -157,7 +157,7 @@ pub fn evaluate(inst: &Instance, plan: &Plan) -> Result<Evaluation, InputError> 
     let kind = plan.schedule.kind();
     let used = plan.gpus();
     let gpus_used = used.len() as u32;
-    let mut notes = Vec::new();
+    let mut notes: Vec<String> = unmeasured_degrees(&chain, plan).into_iter().collect();
     let stage_time: Vec<f64> = costs.iter().map(|c| c.forward + c.backward).collect();
     let (resources, resource_of_stage) = pipeline_resources(&costs, &cuts, kind);
     if let Some(r) = resources.iter().position(|r| !r.load().is_finite()) {
@@ -255,6 +255,34 @@ pub fn evaluate(inst: &Instance, plan: &Plan) -> Result<Evaluation, InputError> 
     };
     check_finite(&ev)?;
     Ok(ev)
+}
+
+/// Says which stages run at a tensor-parallel degree the instance does not measure while it
+/// measures others: their layers are one GPU's numbers divided by the degree, with modelled
+/// all-reduces ([`crate::cost::measured_degree`]), not measured numbers.
+fn unmeasured_degrees(chain: &Chain, plan: &Plan) -> Option<String> {
+    if chain.tensor_parallel.is_empty() {
+        return None;
+    }
+    let stages: Vec<String> = plan
+        .stages
+        .iter()
+        .enumerate()
+        .filter(|(_, st)| st.tp > 1 && !st.ulysses && measured_degree(chain, st).is_none())
+        .map(|(s, st)| format!("{s} (tp {})", st.tp))
+        .collect();
+    if stages.is_empty() {
+        return None;
+    }
+    let measured: Vec<String> = chain.tensor_parallel.keys().map(u32::to_string).collect();
+    Some(format!(
+        "stage{} {} at a tensor-parallel degree the instance does not measure (it measures {}): \
+         their layers are one GPU's numbers divided by the degree, with an all-reduce of each \
+         layer's output per pass",
+        if stages.len() > 1 { "s" } else { "" },
+        stages.join(", "),
+        measured.join(", ")
+    ))
 }
 
 /// Why a plan has no least period: the start of the error messages for plans whose every

@@ -235,6 +235,7 @@ fn sailor_selection(opts: &ImportOptions) -> Result<sailor::Selection, InputErro
         gpu_type,
         nodes: opts.nodes.unwrap_or(1),
         micro_batch: opts.batch.unwrap_or(1),
+        gpus_per_node: opts.cluster.gpus_per_node,
     })
 }
 

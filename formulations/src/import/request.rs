@@ -165,6 +165,10 @@ impl ImportRequest {
             self.cluster.cluster()?
         };
         let mut opts = ImportOptions::new(cluster);
+        if self.source == Source::Sailor {
+            // Sailor's import builds its cluster from the node size: `--nodes` nodes of it.
+            opts.cluster.gpus_per_node = self.cluster.gpus_per_node;
+        }
         opts.name = self.name.clone();
         opts.batch = self.batch;
         opts.time_unit_ms = self.time_unit_ms;

@@ -69,6 +69,21 @@ impl Files {
         crate::error::parse_json::<Value>(&text, "Sailor file").map_err(|e| e.in_file(&p))
     }
 
+    /// The tensor-parallel degrees at which `model` is profiled on `gpu` at micro-batch `mbs`:
+    /// timed (`profiles_tmp.json`) and sized (`llm_info.json`), ascending. The import carries
+    /// these as measurements, the smallest as the model's own numbers.
+    pub fn profiled_degrees(
+        &self,
+        model: &str,
+        gpu: &str,
+        mbs: u32,
+    ) -> Result<Vec<u32>, InputError> {
+        let profiles = self.read("Planner/simulations/profiles_tmp.json")?;
+        let llm = self.read("Planner/llm_info.json")?;
+        let by_tp = profile_at(&profiles, model, gpu, mbs)?;
+        Ok(degrees(by_tp, sizes_of(&llm, model)?).0)
+    }
+
     /// The training configs of the checkout, by the model they name.
     pub fn training_configs(&self) -> Result<BTreeMap<String, PathBuf>, InputError> {
         let dir = self.path("Planner/simulations/configs");
@@ -110,6 +125,9 @@ pub struct Selection {
     pub nodes: u32,
     /// Samples per micro-batch of one data-parallel replica (a profiled size).
     pub micro_batch: u32,
+    /// GPUs per node; default (`None`): `basic_cluster_config.json`'s for the GPU type. A
+    /// measured run gives its machines' own.
+    pub gpus_per_node: Option<u32>,
 }
 
 /// Imports the training config `config` (JSON text) with the checkout `files`.
@@ -143,54 +161,11 @@ pub fn import(
     let intra_bw = files.read("providers/intra_node_bandwidths.json")?;
     let inter_bw = files.read("providers/multizone_bandwidths_het.json")?;
 
-    let by_gpu = profiles.get(&model).ok_or_else(|| {
-        InputError::field(
-            format!("profiles_tmp.json.{model}"),
-            format!(
-                "no profile of model {model:?}; profiled: {}",
-                keys(&profiles)
-            ),
-        )
-    })?;
+    let by_tp = profile_at(&profiles, &model, &sel.gpu_type, sel.micro_batch)?;
     let gpu = &sel.gpu_type;
-    let by_mbs = by_gpu.get(gpu).ok_or_else(|| {
-        InputError::field(
-            format!("profiles_tmp.json.{model}.{gpu}"),
-            format!(
-                "{model} is not profiled on {gpu}; GPU types: {}",
-                keys(by_gpu)
-            ),
-        )
-    })?;
     let mbs = sel.micro_batch.to_string();
-    let by_tp = by_mbs.get(&mbs).ok_or_else(|| {
-        InputError::field(
-            format!("profiles_tmp.json.{model}.{gpu}.{mbs}"),
-            format!(
-                "{model} on {gpu} is not profiled at micro-batch {mbs}; profiled sizes: {}",
-                keys(by_mbs)
-            ),
-        )
-    })?;
-    let sizes = llm.get(&model).ok_or_else(|| {
-        InputError::field(
-            format!("llm_info.json.{model}"),
-            format!("no sizes of model {model:?}; models: {}", keys(&llm)),
-        )
-    })?;
-
-    // Degrees both timed at this micro-batch and sized, ascending.
-    let mut degrees: Vec<u32> = by_tp
-        .as_object()
-        .map(|o| o.keys().filter_map(|k| k.parse().ok()).collect())
-        .unwrap_or_default();
-    degrees.sort_unstable();
-    let skipped: Vec<u32> = degrees
-        .iter()
-        .copied()
-        .filter(|d| sizes.get(d.to_string()).is_none())
-        .collect();
-    degrees.retain(|d| !skipped.contains(d));
+    let sizes = sizes_of(&llm, &model)?;
+    let (degrees, skipped) = degrees(by_tp, sizes);
     let Some(&base) = degrees.first() else {
         return Err(InputError::field(
             format!("profiles_tmp.json.{model}.{gpu}.{mbs}"),
@@ -285,8 +260,15 @@ pub fn import(
             "missing: gpus_per_node and mem_per_gpu of this GPU type",
         )
     })?;
-    let gpus_per_node = uint_field(per_gpu, "gpus_per_node")
+    let configured = uint_field(per_gpu, "gpus_per_node")
         .map_err(|e| prefix(e, &format!("basic_cluster_config.json.{gpu}")))?;
+    let gpus_per_node = sel.gpus_per_node.unwrap_or(configured);
+    if gpus_per_node == 0 {
+        return Err(InputError::field(
+            "import.gpus_per_node",
+            "must be at least 1",
+        ));
+    }
     let memory = per_gpu
         .get("mem_per_gpu")
         .and_then(Value::as_f64)
@@ -315,11 +297,23 @@ pub fn import(
                 "missing: [[coefficients], saturation bytes/s] between two GPUs of two nodes",
             )
         })?;
-    let intra = intra_bw
+    let intra_curve = intra_bw
         .get(gpu)
         .and_then(|g| g.get(gpus_per_node.to_string()))
-        .and_then(saturation)
-        .unwrap_or(inter);
+        .and_then(saturation);
+    let intra = intra_curve.unwrap_or(inter);
+    let node_size_from = if gpus_per_node == configured {
+        "basic_cluster_config.json".to_string()
+    } else {
+        format!("the run's machines; basic_cluster_config.json gives {configured}")
+    };
+    let intra_from = match intra_curve {
+        None if gpus_per_node > 1 => format!(
+            "; intra_node_bandwidths.json has no curve for {gpus_per_node} {gpu}, so the \
+             inter-node bandwidth stands for it"
+        ),
+        _ => String::new(),
+    };
 
     let name = name.map_or_else(
         || format!("sailor-{model}-{gpu}-{}n-mbs{}", sel.nodes, sel.micro_batch),
@@ -343,7 +337,7 @@ pub fn import(
             degrees.iter().filter(|&&d| d > 1).collect::<Vec<_>>()),
         sizes_note(precision),
         format!("Optimizer {optimizer_note} (optimizer_state_factor {state_factor})."),
-        format!("Cluster: {} nodes of {gpus_per_node} {gpu} (basic_cluster_config.json); bandwidths are the saturation values of Sailor's fitted curves (intra-node {:.1} GB/s, inter-node {:.1} GB/s per GPU).", sel.nodes, intra / 1e9, inter / 1e9),
+        format!("Cluster: {} nodes of {gpus_per_node} {gpu} ({node_size_from}); bandwidths are the saturation values of Sailor's fitted curves (intra-node {:.1} GB/s, inter-node {:.1} GB/s per GPU){intra_from}.", sel.nodes, intra / 1e9, inter / 1e9),
         format!("Batch: global batch {global_batch} (training config) in micro-batches of {}.", sel.micro_batch),
     ];
     let mut source = notes.join(" ");
@@ -405,6 +399,66 @@ pub fn import_file(
         message: e.to_string(),
     })?;
     import(&text, &files, sel, name).map_err(|e| e.in_file(path))
+}
+
+/// The profile of `model` on `gpu` at micro-batch `mbs` (`profiles_tmp.json`), by
+/// tensor-parallel degree; an error names what is missing and what is profiled instead.
+fn profile_at<'a>(
+    profiles: &'a Value,
+    model: &str,
+    gpu: &str,
+    mbs: u32,
+) -> Result<&'a Value, InputError> {
+    let by_gpu = profiles.get(model).ok_or_else(|| {
+        InputError::field(
+            format!("profiles_tmp.json.{model}"),
+            format!(
+                "no profile of model {model:?}; profiled: {}",
+                keys(profiles)
+            ),
+        )
+    })?;
+    let by_mbs = by_gpu.get(gpu).ok_or_else(|| {
+        InputError::field(
+            format!("profiles_tmp.json.{model}.{gpu}"),
+            format!(
+                "{model} is not profiled on {gpu}; GPU types: {}",
+                keys(by_gpu)
+            ),
+        )
+    })?;
+    by_mbs.get(mbs.to_string()).ok_or_else(|| {
+        InputError::field(
+            format!("profiles_tmp.json.{model}.{gpu}.{mbs}"),
+            format!(
+                "{model} on {gpu} is not profiled at micro-batch {mbs}; profiled sizes: {}",
+                keys(by_mbs)
+            ),
+        )
+    })
+}
+
+/// The sizes of `model`'s layers by tensor-parallel degree (`llm_info.json`).
+fn sizes_of<'a>(llm: &'a Value, model: &str) -> Result<&'a Value, InputError> {
+    llm.get(model).ok_or_else(|| {
+        InputError::field(
+            format!("llm_info.json.{model}"),
+            format!("no sizes of model {model:?}; models: {}", keys(llm)),
+        )
+    })
+}
+
+/// The tensor-parallel degrees of a profile (`by_tp`) both timed and sized (`sizes`),
+/// ascending, and those timed but not sized.
+fn degrees(by_tp: &Value, sizes: &Value) -> (Vec<u32>, Vec<u32>) {
+    let mut timed: Vec<u32> = by_tp
+        .as_object()
+        .map(|o| o.keys().filter_map(|k| k.parse().ok()).collect())
+        .unwrap_or_default();
+    timed.sort_unstable();
+    timed
+        .into_iter()
+        .partition(|d| sizes.get(d.to_string()).is_some())
 }
 
 /// `optimizer_state_factor` (extra weight-sized copies) and its explanation for the profiled data

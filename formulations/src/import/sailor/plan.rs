@@ -47,10 +47,19 @@ pub struct SailorPlan {
     pub nodes: Option<u32>,
     /// GPU types, each listed once, in order of appearance.
     pub gpu_types: Vec<String>,
+    /// GPUs per machine, each size listed once, in order of appearance.
+    pub node_sizes: Vec<u32>,
 }
 
 fn field(f: impl Into<String>, m: impl Into<String>) -> InputError {
     InputError::field(f, m)
+}
+
+/// A count: an integer from 1 to `u32::MAX`.
+fn positive(v: Option<&Value>) -> Option<u32> {
+    v.and_then(Value::as_u64)
+        .filter(|&n| n >= 1)
+        .and_then(|n| u32::try_from(n).ok())
 }
 
 impl SailorPlan {
@@ -111,6 +120,7 @@ impl SailorPlan {
             ));
         }
         let mut gpu_types: Vec<String> = Vec::new();
+        let mut node_sizes: Vec<u32> = Vec::new();
         let mut stages = Vec::with_capacity(n);
         for s in 0..n {
             let ls: Vec<usize> = layers[s]
@@ -128,11 +138,8 @@ impl SailorPlan {
                     "empty stage",
                 ));
             }
-            let dp = dps[s]
-                .as_u64()
-                .filter(|&d| d >= 1 && d <= u32::MAX as u64)
-                .ok_or_else(|| field(format!("{}[{s}]", at("dp")), "not a positive integer"))?
-                as u32;
+            let dp = positive(Some(&dps[s]))
+                .ok_or_else(|| field(format!("{}[{s}]", at("dp")), "not a positive integer"))?;
             let replicas = tmp[s].as_array().ok_or_else(|| {
                 field(
                     format!("{}[{s}]", at("tmp_per_stage")),
@@ -152,19 +159,21 @@ impl SailorPlan {
                 let vms = rep.get(0).and_then(Value::as_array).ok_or_else(|| {
                     field(f(), "expected [[[gpu_type, gpus_per_node, zone]], tp]")
                 })?;
-                let tp = rep
-                    .get(1)
-                    .and_then(Value::as_u64)
-                    .filter(|&t| t >= 1 && t <= u32::MAX as u64)
-                    .ok_or_else(|| {
-                        field(f(), "tensor-parallel degree is not a positive integer")
-                    })?;
-                tps.insert(tp as u32);
+                let tp = positive(rep.get(1)).ok_or_else(|| {
+                    field(f(), "tensor-parallel degree is not a positive integer")
+                })?;
+                tps.insert(tp);
                 for vm in vms {
                     let ty = vm
                         .get(0)
                         .and_then(Value::as_str)
                         .ok_or_else(|| field(f(), "a machine without a GPU type string"))?;
+                    let size = positive(vm.get(1)).ok_or_else(|| {
+                        field(f(), "a machine's GPUs per node is not a positive integer")
+                    })?;
+                    if !node_sizes.contains(&size) {
+                        node_sizes.push(size);
+                    }
                     types.insert(ty.to_string());
                     if !gpu_types.iter().any(|t| t == ty) {
                         gpu_types.push(ty.to_string());
@@ -188,11 +197,7 @@ impl SailorPlan {
             });
         }
         let uint = |k: &str| -> Result<u32, InputError> {
-            doc.get(k)
-                .and_then(Value::as_u64)
-                .filter(|&v| v >= 1 && v <= u32::MAX as u64)
-                .map(|v| v as u32)
-                .ok_or_else(|| field(k, "missing or not a positive integer"))
+            positive(doc.get(k)).ok_or_else(|| field(k, "missing or not a positive integer"))
         };
         // A measured value, when present: positive, or (`zero_ok`) possibly 0.
         let measured = |k: &str, zero_ok: bool| -> Result<Option<f64>, InputError> {
@@ -239,7 +244,32 @@ impl SailorPlan {
             measured_grad_sync_ms,
             nodes: doc.get("N").and_then(Value::as_u64).map(|v| v as u32),
             gpu_types,
+            node_sizes,
         })
+    }
+
+    /// Checks that every stage's tensor-parallel degree is one of `profiled` (the degrees the
+    /// profile measured at the plan's micro-batch), naming the stage's field otherwise: judged
+    /// against a measured run, a degree the profile lacks would be a scaling rule's guess.
+    pub fn check_degrees(&self, profiled: &[u32], profile: &str) -> Result<(), InputError> {
+        let Some((s, st)) = self
+            .stages
+            .iter()
+            .enumerate()
+            .find(|(_, st)| !profiled.contains(&st.tp))
+        else {
+            return Ok(());
+        };
+        let list: Vec<String> = profiled.iter().map(u32::to_string).collect();
+        Err(field(
+            format!("pipeline_list[0].tmp_per_stage[{s}]"),
+            format!(
+                "tensor-parallel degree {}: the profile has no measurement at it ({profile}: \
+                 profiled degrees {})",
+                st.tp,
+                list.join(", ")
+            ),
+        ))
     }
 
     /// Checks that the stages list every layer of an `n`-layer model once, in order. When one

@@ -196,6 +196,13 @@ fn outcome(
         );
         return Ok((Outcome::Unsupported(reason), None));
     }
+    if sp.node_sizes.len() > 1 {
+        let reason = format!(
+            "machines of several sizes ({:?} GPUs): not supported yet",
+            sp.node_sizes
+        );
+        return Ok((Outcome::Unsupported(reason), None));
+    }
     let need = |key: &str, what: &str| {
         InputError::field(
             key,
@@ -240,6 +247,7 @@ fn outcome(
         gpu_type: gpu_type.clone(),
         nodes: 1,
         micro_batch: sp.micro_batch,
+        gpus_per_node: sp.node_sizes.first().copied(),
     };
     let nodes = match sp.nodes {
         Some(n) if n > 0 => n,
@@ -250,6 +258,11 @@ fn outcome(
     };
     let sel = Selection { nodes, ..probe };
     let instance = super::import_file(config, Some(&files.root), &sel, None)?;
+    let profiled = files.profiled_degrees(&model, &gpu_type, sp.micro_batch)?;
+    sp.check_degrees(
+        &profiled,
+        &format!("profiles_tmp.json.{model}.{gpu_type}.{}", sp.micro_batch),
+    )?;
     let repaired = if opts.repair_layers {
         sp.repair_layers(instance.model.layers.len())
     } else {
