@@ -9,6 +9,7 @@ use pipeplan_formulations::import::sailor::{import_file, Selection};
 use pipeplan_formulations::instance::{Instance, Layer, Precision, TensorParallel};
 use pipeplan_formulations::peers;
 use pipeplan_formulations::plan::{Plan, Schedule, Stage};
+use pipeplan_formulations::plan_from::sailor::scaled_profile;
 use pipeplan_formulations::testing::shipped;
 use std::path::PathBuf;
 
@@ -382,6 +383,16 @@ fn plan_files_become_plans_and_bad_ones_name_the_field() {
     assert!(
         e.contains("tmp_per_stage[0][0]") && e.contains("GPUs per node is not a positive integer"),
         "{e}"
+    );
+    // Each replica trains the instance's profiled micro-batch (2): nothing is scaled.
+    assert_eq!(scaled_profile(&plan, &inst), None);
+    let half = SailorPlan::from_json(&PLAN.replace("\"mbs\": 2", "\"mbs\": 1"))
+        .and_then(|p| p.to_plan(&inst))
+        .unwrap();
+    let note = scaled_profile(&half, &inst).unwrap();
+    assert!(
+        note.contains("micro-batches of 1 per replica") && note.contains("--batch 1"),
+        "{note}"
     );
     // Every stage's degree must be one the profile measured at the plan's micro-batch.
     assert!(sp.check_degrees(&[1, 2, 4], "p").is_ok());

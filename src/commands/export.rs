@@ -120,25 +120,9 @@ pub fn plan_of(a: &EvaluateArgs, inst: &Instance) -> Result<Option<RuntimePlan>,
             .map_err(|e| e.in_file(&a.plan))?
     };
     if format == PlanFormat::Sailor {
-        if let Some(note) = unprofiled_size(&rp.plan, inst) {
+        if let Some(note) = plan_from::sailor::scaled_profile(&rp.plan, inst) {
             eprintln!("note: {}: {note}", a.plan.display());
         }
     }
     Ok(Some(rp))
-}
-
-/// A Sailor plan trains each replica at its own micro-batch size; when that is not the size the
-/// instance was profiled at, the evaluator scales the profile linearly, which small batches
-/// (kernels far from saturation) do not follow.
-fn unprofiled_size(plan: &Plan, inst: &Instance) -> Option<String> {
-    let dp = plan.stages.first()?.dp.max(1);
-    let per_replica = plan.schedule.micro_batch()? / dp;
-    (per_replica != inst.model.batch).then(|| {
-        format!(
-            "the plan trains micro-batches of {per_replica} per replica, the instance was \
-             profiled at {}: its times are scaled linearly; an instance imported with --batch \
-             {per_replica} uses the profile measured at that size",
-            inst.model.batch
-        )
-    })
 }
