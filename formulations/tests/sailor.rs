@@ -311,7 +311,7 @@ fn runs_are_judged_on_their_own_machines_and_profiled_degrees_only() {
         halves
             .instance
             .source
-            .contains("8 nodes of 2 GH-96 (the run's machines; basic_cluster_config.json gives 4)"),
+            .contains("8 nodes of 2 GH-96 (not basic_cluster_config.json's 4)"),
         "{}",
         halves.instance.source
     );

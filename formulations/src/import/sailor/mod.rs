@@ -305,7 +305,7 @@ pub fn import(
     let node_size_from = if gpus_per_node == configured {
         "basic_cluster_config.json".to_string()
     } else {
-        format!("the run's machines; basic_cluster_config.json gives {configured}")
+        format!("not basic_cluster_config.json's {configured}")
     };
     let intra_from = match intra_curve {
         None if gpus_per_node > 1 => format!(
