@@ -25,8 +25,8 @@ pub enum InputError {
         /// 1-based column.
         column: usize,
     },
-    /// A field has a value that breaks a rule of the format.
-    #[error("{field}: {message}")]
+    /// A field has a value that breaks a rule of the format (no field: the document as a whole).
+    #[error("{}{message}", field_prefix(field))]
     Field {
         /// Path of the field.
         field: String,
@@ -43,6 +43,8 @@ pub enum InputError {
     },
 }
 
+/// `field: ` before an error's message; nothing when the error is about no one field (the
+/// document as a whole: an empty path, or serde's `.` for the root).
 fn field_prefix(field: &str) -> String {
     if field.is_empty() || field == "." {
         String::new()
@@ -147,5 +149,19 @@ mod tests {
         }
         let e = parse_json::<serde_json::Value>("{\"x\": tru}", "instance").unwrap_err();
         assert!(!e.to_string().contains("JSON number"), "{e}");
+    }
+
+    #[test]
+    fn an_error_about_the_whole_document_names_no_field() {
+        let e = parse_json::<serde_json::Value>(" \n", "instance").unwrap_err();
+        let e = e.in_file(std::path::Path::new("a.json"));
+        assert_eq!(
+            e.to_string(),
+            "a.json: empty file: expected a JSON instance"
+        );
+        assert_eq!(
+            InputError::field("model.batch", "must be at least 1").to_string(),
+            "model.batch: must be at least 1"
+        );
     }
 }
