@@ -164,6 +164,32 @@ fn calibrate_then_accuracy_meets_the_cross_validated_goals() {
         std::fs::read_to_string(&shipped).unwrap(),
         "calibrations/clariden-gh200.json is stale"
     );
+    // Every constant is fitted here; on OPT-350's one-stage runs without data parallelism,
+    // nothing depends on the link efficiencies, which keep their reference values.
+    assert!(cal["fit"].get("unconstrained").is_none(), "{}", cal["fit"]);
+    let one_stage = gh200_dir(&root).join("OPT-350/N1");
+    let out = pipeplan(&[
+        "calibrate",
+        one_stage.to_str().unwrap(),
+        "-o",
+        &file.display().to_string(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains(
+            "not fitted, kept at the reference value (no run's prediction depends on it): \
+             p2p_efficiency, collective_efficiency"
+        ),
+        "{}",
+        stdout(&out)
+    );
+    let cal: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    assert_eq!(cal["constants"]["p2p_efficiency"], 1.0);
+    assert_eq!(cal["constants"]["collective_efficiency"], 1.0);
+    assert_eq!(
+        cal["fit"]["unconstrained"],
+        serde_json::json!(["p2p_efficiency", "collective_efficiency"])
+    );
 }
 
 #[test]

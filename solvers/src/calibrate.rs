@@ -5,7 +5,9 @@
 //! parallelism fix `collective_efficiency`; iteration times then fix `compute_factor` and
 //! `p2p_efficiency` (and `collective_efficiency` when no run measured a reduction).
 //! `p2p_overlap` is not fitted: a blocking transfer and a slower link cost the stages alike, so
-//! the runs cannot tell them apart; it is the runtime's, given by the caller. Each fit minimises
+//! the runs cannot tell them apart; it is the runtime's, given by the caller. A constant no run's
+//! prediction depends on (`p2p_efficiency` when no plan sends between stages) is not fitted: it
+//! keeps its reference value, and [`Fit::unconstrained`] names it. Each fit minimises
 //! a robust (soft-L1) loss of the relative errors, `sum 2 (sqrt(1 + (e / 5%)^2) - 1)`, so that one
 //! anomalous run cannot drag the constants, with argmin's Nelder-Mead from a fixed set of starts
 //! (the best result wins: deterministic). Leave-one-out cross-validation refits without each run
@@ -53,6 +55,9 @@ pub struct Fit {
     /// Runs whose measured gradient reduction fixed `collective_efficiency` (0: none did, and
     /// iteration times fixed it).
     pub sync_runs: usize,
+    /// The constants no run's prediction depends on, kept at their reference values (names of
+    /// [`CONSTANTS`]).
+    pub unconstrained: Vec<&'static str>,
     /// Every run under the identity calibration.
     pub before: Vec<Score>,
     /// Every run under the fitted constants (in-sample).
@@ -70,6 +75,7 @@ enum Target {
 }
 
 /// Which constants a group fits, as (index in [`CONSTANTS`], scale of the fitted value).
+#[derive(Clone)]
 struct Group {
     members: Vec<(usize, f64)>,
     starts: Vec<Vec<f64>>,
@@ -102,6 +108,65 @@ fn groups(with_sync: bool) -> Vec<Group> {
         target: Target::GradSync,
     };
     vec![memory, sync, time]
+}
+
+impl Group {
+    /// The group without the members `keep` refuses, its starts cut to the members kept.
+    fn restricted(&self, keep: &[bool]) -> Group {
+        let pick = |v: &[f64]| -> Vec<f64> {
+            v.iter()
+                .zip(keep)
+                .filter(|(_, &k)| k)
+                .map(|(&x, _)| x)
+                .collect()
+        };
+        Group {
+            members: self
+                .members
+                .iter()
+                .zip(keep)
+                .filter(|(_, &k)| k)
+                .map(|(&m, _)| m)
+                .collect(),
+            starts: self.starts.iter().map(|s| pick(s)).collect(),
+            target: self.target,
+        }
+    }
+}
+
+/// The predicted and the measured value of `run` that `target` fits.
+fn target_values(
+    run: &Measured,
+    cal: &Calibration,
+    target: Target,
+) -> Result<(f64, f64), InputError> {
+    let p = run.predict(cal)?;
+    Ok(match target {
+        Target::Memory => (p.peak_memory, run.peak_memory),
+        Target::Time => (p.iteration_ms, run.iteration_ms),
+        Target::GradSync => (p.grad_sync_ms, run.grad_sync_ms.unwrap_or(0.0)),
+    })
+}
+
+/// Whether some run's `target` prediction depends on constant `i`: it moves when the constant
+/// moves from its value in `base` (halved; a gigabyte more for the reserve).
+fn depends(
+    runs: &[&Measured],
+    base: Calibration,
+    i: usize,
+    target: Target,
+) -> Result<bool, InputError> {
+    let mut v = base.to_vec();
+    v[i] = if i == RESERVED { v[i] + GB } else { v[i] * 0.5 };
+    let moved = Calibration::from_vec(v);
+    for run in runs {
+        let (a, _) = target_values(run, &base, target)?;
+        let (b, _) = target_values(run, &moved, target)?;
+        if (a - b).abs() > 1e-12 * a.abs().max(b.abs()) {
+            return Ok(true);
+        }
+    }
+    Ok(false)
 }
 
 /// The loss of one group's constants `x` over `runs`, on top of `base`.
@@ -137,12 +202,7 @@ impl CostFunction for Loss<'_> {
         };
         let mut total = 0.0;
         for run in self.runs {
-            let p = run.predict(&cal)?;
-            let (got, want) = match self.group.target {
-                Target::Memory => (p.peak_memory, run.peak_memory),
-                Target::Time => (p.iteration_ms, run.iteration_ms),
-                Target::GradSync => (p.grad_sync_ms, run.grad_sync_ms.unwrap_or(0.0)),
-            };
+            let (got, want) = target_values(run, &cal, self.group.target)?;
             let e = (got - want) / want / LOSS_SCALE;
             total += 2.0 * ((1.0 + e * e).sqrt() - 1.0);
         }
@@ -191,13 +251,15 @@ fn fit_group(
 
 /// Every group fitted over `runs` (each with whether it measured a gradient reduction the
 /// evaluator predicts, i.e. with data parallelism) in turn on top of `base`, each on top of the
-/// previous ones, from the `starts` of each group (scaled values).
+/// previous ones, from the `starts` of each group (scaled values). Returns the constants and
+/// the indices of those no run depends on, which keep their values in `base`.
 fn fit_all(
     runs: &[(&Measured, bool)],
     base: Calibration,
     starts: &dyn Fn(&Group) -> Vec<Vec<f64>>,
-) -> Result<Calibration, InputError> {
+) -> Result<(Calibration, Vec<usize>), InputError> {
     let mut cal = base;
+    let mut unconstrained = Vec::new();
     let syncing: Vec<&Measured> = runs.iter().filter(|r| r.1).map(|r| r.0).collect();
     let all: Vec<&Measured> = runs.iter().map(|r| r.0).collect();
     for g in groups(!syncing.is_empty()) {
@@ -205,9 +267,25 @@ fn fit_all(
             Target::GradSync => &syncing,
             _ => &all,
         };
-        cal = fit_group(chosen, cal, &g, &starts(&g))?;
+        let keep = g
+            .members
+            .iter()
+            .map(|&(i, _)| depends(chosen, cal, i, g.target))
+            .collect::<Result<Vec<bool>, _>>()?;
+        unconstrained.extend(
+            g.members
+                .iter()
+                .zip(&keep)
+                .filter(|(_, &k)| !k)
+                .map(|(m, _)| m.0),
+        );
+        let g = g.restricted(&keep);
+        if !g.members.is_empty() {
+            cal = fit_group(chosen, cal, &g, &starts(&g))?;
+        }
     }
-    Ok(cal)
+    unconstrained.sort_unstable();
+    Ok((cal, unconstrained))
 }
 
 fn group_values(cal: &Calibration, group: &Group) -> Vec<f64> {
@@ -242,7 +320,7 @@ pub fn fit(runs: &[Measured], options: &Options) -> Result<Fit, InputError> {
         .map(|(r, s)| (r, s.grad_sync_error().is_some()))
         .collect();
     let sync_runs = flagged.iter().filter(|r| r.1).count();
-    let constants = fit_all(&flagged, base, &|g| g.starts.clone())?;
+    let (constants, unconstrained) = fit_all(&flagged, base, &|g| g.starts.clone())?;
     let after = score(&constants)?;
     // Leave-one-out: refit from the full fit's constants and the first default start.
     let loo_starts = |g: &Group| vec![group_values(&constants, g), g.starts[0].clone()];
@@ -254,12 +332,13 @@ pub fn fit(runs: &[Measured], options: &Options) -> Result<Fit, InputError> {
             .filter(|&(j, _)| j != i)
             .map(|(_, &r)| r)
             .collect();
-        let cal = fit_all(&rest, base, &loo_starts)?;
+        let (cal, _) = fit_all(&rest, base, &loo_starts)?;
         cross_validated.push(run.score(&cal)?);
     }
     Ok(Fit {
         constants,
         sync_runs,
+        unconstrained: unconstrained.iter().map(|&i| CONSTANTS[i].0).collect(),
         before,
         after,
         cross_validated,
@@ -366,6 +445,24 @@ mod tests {
         for s in &fit.after {
             assert!(s.time_error.abs() < 1e-3, "{}: {}", s.name, s.time_error);
         }
+        // One-stage runs without data parallelism send nothing and all-reduce nothing: their
+        // efficiencies are not fitted but kept, and named.
+        let alone = vec![
+            measured("1x1 m2", plan(1, 1, 2), &truth),
+            measured("1x1 m6", plan(1, 1, 6), &truth),
+        ];
+        let fit = super::fit(&alone, &Options::default()).unwrap();
+        assert_eq!(
+            fit.unconstrained,
+            ["p2p_efficiency", "collective_efficiency"]
+        );
+        assert_eq!(fit.constants.p2p_efficiency, 1.0);
+        assert_eq!(fit.constants.collective_efficiency, 1.0);
+        assert!((fit.constants.compute_factor - 0.9).abs() < 1e-3);
+        assert!(super::fit(&runs, &Options::default())
+            .unwrap()
+            .unconstrained
+            .is_empty());
         let e = super::fit(&runs, &Options { p2p_overlap: 1.5 })
             .unwrap_err()
             .to_string();

@@ -387,6 +387,9 @@ pub fn calibrate(a: CalibrateArgs) -> Result<(), Failure> {
         "grad_sync_summary": sync,
         "per_run": per_run,
     });
+    if !fit.unconstrained.is_empty() {
+        report_json["unconstrained"] = fit.unconstrained.clone().into();
+    }
     if !repaired.is_empty() {
         report_json["repaired"] = repaired
             .iter()
@@ -406,11 +409,21 @@ pub fn calibrate(a: CalibrateArgs) -> Result<(), Failure> {
         c.p2p_efficiency,
         c.collective_efficiency,
         match fit.sync_runs {
+            _ if fit.unconstrained.contains(&"collective_efficiency") => {
+                "not fitted: below".to_string()
+            }
             0 => "no run measured a gradient reduction: fitted to iteration times".to_string(),
+            1 => "fitted to the gradient reduction of 1 data-parallel run".to_string(),
             n => format!("fitted to the gradient reductions of {n} data-parallel runs"),
         },
         c.p2p_overlap
     );
+    if !fit.unconstrained.is_empty() {
+        text.push_str(&format!(
+            "not fitted, kept at the reference value (no run's prediction depends on it): {}\n",
+            fit.unconstrained.join(", ")
+        ));
+    }
     text.push_str(&summary_table("absolute relative error", &table));
     if fit.sync_runs > 0 {
         text.push_str(&sync_table(&sync));
