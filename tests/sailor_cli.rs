@@ -313,16 +313,21 @@ fn evaluate_plan_from_sailor_judges_a_measured_run_as_accuracy_does() {
         inst.to_str().unwrap(),
     ]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let evaluate = |run: &std::path::Path, options: &[&str]| {
+        let mut args = vec![
+            "evaluate",
+            "--plan-from",
+            "sailor",
+            run.to_str().unwrap(),
+            inst.to_str().unwrap(),
+        ];
+        args.extend_from_slice(options);
+        let out = pipeplan(&args);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        out
+    };
     let run = gh200_run(&root, "OPT-350/N4/plan_config_N4_D2.json");
-    let out = pipeplan(&[
-        "evaluate",
-        "--plan-from",
-        "sailor",
-        run.to_str().unwrap(),
-        inst.to_str().unwrap(),
-        "--json",
-    ]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let out = evaluate(&run, &["--json"]);
     let ev: Value = serde_json::from_str(&stdout(&out)).unwrap();
     let acc: Value = serde_json::from_str(&stdout(&pipeplan(&[
         "accuracy",
@@ -341,13 +346,7 @@ fn evaluate_plan_from_sailor_judges_a_measured_run_as_accuracy_does() {
         Some(sync)
     );
     assert!(acc["runs"][0]["measured_grad_sync_ms"].as_f64().unwrap() > 0.0);
-    let table = stdout(&pipeplan(&[
-        "evaluate",
-        "--plan-from",
-        "sailor",
-        run.to_str().unwrap(),
-        inst.to_str().unwrap(),
-    ]));
+    let table = stdout(&evaluate(&run, &[]));
     assert!(table.contains("of which gradient sync"), "{table}");
     // The instance is profiled at the plan's micro-batch: nothing is scaled, nothing said.
     assert!(
@@ -357,15 +356,7 @@ fn evaluate_plan_from_sailor_judges_a_measured_run_as_accuracy_does() {
     );
     // A run at another micro-batch (4) is judged with the profile scaled, and that is said.
     let run4 = gh200_run(&root, "OPT-350/N4/plan_config_N4_D4.json");
-    let out = pipeplan(&[
-        "evaluate",
-        "--plan-from",
-        "sailor",
-        run4.to_str().unwrap(),
-        inst.to_str().unwrap(),
-    ]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let e = stderr(&out);
+    let e = stderr(&evaluate(&run4, &[]));
     assert!(
         e.contains("micro-batches of 4 per replica") && e.contains("--batch 4"),
         "{e}"

@@ -75,7 +75,6 @@ enum Target {
 }
 
 /// Which constants a group fits, as (index in [`CONSTANTS`], scale of the fitted value).
-#[derive(Clone)]
 struct Group {
     members: Vec<(usize, f64)>,
     starts: Vec<Vec<f64>>,
@@ -111,27 +110,23 @@ fn groups(with_sync: bool) -> Vec<Group> {
 }
 
 impl Group {
-    /// The group without the members `keep` refuses, its starts cut to the members kept.
+    /// The group with only the members `keep` marks, its starts cut to them.
     fn restricted(&self, keep: &[bool]) -> Group {
-        let pick = |v: &[f64]| -> Vec<f64> {
-            v.iter()
-                .zip(keep)
-                .filter(|(_, &k)| k)
-                .map(|(&x, _)| x)
-                .collect()
-        };
         Group {
-            members: self
-                .members
-                .iter()
-                .zip(keep)
-                .filter(|(_, &k)| k)
-                .map(|(&m, _)| m)
-                .collect(),
-            starts: self.starts.iter().map(|s| pick(s)).collect(),
+            members: marked(&self.members, keep, true),
+            starts: self.starts.iter().map(|s| marked(s, keep, true)).collect(),
             target: self.target,
         }
     }
+}
+
+/// The items of `v` whose flag in `flags` is `flag`.
+fn marked<T: Copy>(v: &[T], flags: &[bool], flag: bool) -> Vec<T> {
+    v.iter()
+        .zip(flags)
+        .filter(|(_, &f)| f == flag)
+        .map(|(&x, _)| x)
+        .collect()
 }
 
 /// The predicted and the measured value of `run` that `target` fits.
@@ -148,25 +143,34 @@ fn target_values(
     })
 }
 
-/// Whether some run's `target` prediction depends on constant `i`: it moves when the constant
-/// moves from its value in `base` (halved; a gigabyte more for the reserve).
-fn depends(
+/// For each member of `group`, whether some run's prediction of the group's target depends on
+/// it: the prediction moves when the constant moves from its value in `base` (halved; a
+/// gigabyte more for the reserve).
+fn dependence(
     runs: &[&Measured],
     base: Calibration,
-    i: usize,
-    target: Target,
-) -> Result<bool, InputError> {
-    let mut v = base.to_vec();
-    v[i] = if i == RESERVED { v[i] + GB } else { v[i] * 0.5 };
-    let moved = Calibration::from_vec(v);
-    for run in runs {
-        let (a, _) = target_values(run, &base, target)?;
-        let (b, _) = target_values(run, &moved, target)?;
-        if (a - b).abs() > 1e-12 * a.abs().max(b.abs()) {
-            return Ok(true);
+    group: &Group,
+) -> Result<Vec<bool>, InputError> {
+    let at_base = runs
+        .iter()
+        .map(|r| Ok(target_values(r, &base, group.target)?.0))
+        .collect::<Result<Vec<f64>, InputError>>()?;
+    let mut out = Vec::with_capacity(group.members.len());
+    for &(i, _) in &group.members {
+        let mut v = base.to_vec();
+        v[i] = if i == RESERVED { v[i] + GB } else { v[i] * 0.5 };
+        let moved = Calibration::from_vec(v);
+        let mut depends = false;
+        for (run, &a) in runs.iter().zip(&at_base) {
+            let b = target_values(run, &moved, group.target)?.0;
+            if (a - b).abs() > 1e-12 * a.abs().max(b.abs()) {
+                depends = true;
+                break;
+            }
         }
+        out.push(depends);
     }
-    Ok(false)
+    Ok(out)
 }
 
 /// The loss of one group's constants `x` over `runs`, on top of `base`.
@@ -267,18 +271,8 @@ fn fit_all(
             Target::GradSync => &syncing,
             _ => &all,
         };
-        let keep = g
-            .members
-            .iter()
-            .map(|&(i, _)| depends(chosen, cal, i, g.target))
-            .collect::<Result<Vec<bool>, _>>()?;
-        unconstrained.extend(
-            g.members
-                .iter()
-                .zip(&keep)
-                .filter(|(_, &k)| !k)
-                .map(|(m, _)| m.0),
-        );
+        let keep = dependence(chosen, cal, &g)?;
+        unconstrained.extend(marked(&g.members, &keep, false).iter().map(|m| m.0));
         let g = g.restricted(&keep);
         if !g.members.is_empty() {
             cal = fit_group(chosen, cal, &g, &starts(&g))?;
