@@ -164,9 +164,10 @@ fn calibrate_then_accuracy_meets_the_cross_validated_goals() {
         std::fs::read_to_string(&shipped).unwrap(),
         "calibrations/clariden-gh200.json is stale"
     );
-    // Every constant is fitted here; on OPT-350's one-stage runs without data parallelism,
+    // Every constant is fitted here, to several runs; on OPT-350's one-stage runs without data parallelism,
     // nothing depends on the link efficiencies, which keep their reference values.
     assert!(cal["fit"].get("unconstrained").is_none(), "{}", cal["fit"]);
+    assert!(cal["fit"].get("single_run").is_none(), "{}", cal["fit"]);
     let one_stage = gh200_dir(&root).join("OPT-350/N1");
     let out = pipeplan(&[
         "calibrate",
@@ -189,6 +190,33 @@ fn calibrate_then_accuracy_meets_the_cross_validated_goals() {
     assert_eq!(
         cal["fit"]["unconstrained"],
         serde_json::json!(["p2p_efficiency", "collective_efficiency"])
+    );
+    assert!(cal["fit"].get("single_run").is_none(), "{}", cal["fit"]);
+    // OPT-350's N2: one pipeline sends between stages, one run reduces gradients; each
+    // efficiency rests on that one run, and is named with it.
+    let out = pipeplan(&[
+        "calibrate",
+        gh200_dir(&root).join("OPT-350/N2").to_str().unwrap(),
+        "-o",
+        &file.display().to_string(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains(
+            "fitted to one run alone (the fold that leaves the run out keeps the reference \
+             value): p2p_efficiency (OPT-350/N2/plan_config_N2_D1.json), collective_efficiency \
+             (OPT-350/N2/plan_config_N2_D2.json)"
+        ),
+        "{}",
+        stdout(&out)
+    );
+    let cal: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    assert_eq!(
+        cal["fit"]["single_run"],
+        serde_json::json!({
+            "p2p_efficiency": "OPT-350/N2/plan_config_N2_D1.json",
+            "collective_efficiency": "OPT-350/N2/plan_config_N2_D2.json",
+        })
     );
 }
 

@@ -7,10 +7,11 @@
 //! `p2p_overlap` is not fitted: a blocking transfer and a slower link cost the stages alike, so
 //! the runs cannot tell them apart; it is the runtime's, given by the caller. A constant no run's
 //! prediction depends on (`p2p_efficiency` when no plan sends between stages) is not fitted: it
-//! keeps its reference value, and [`Fit::unconstrained`] names it. Each fit minimises
-//! a robust (soft-L1) loss of the relative errors, `sum 2 (sqrt(1 + (e / 5%)^2) - 1)`, so that one
-//! anomalous run cannot drag the constants, with argmin's Nelder-Mead from a fixed set of starts
-//! (the best result wins: deterministic). Leave-one-out cross-validation refits without each run
+//! keeps its reference value, and [`Fit::unconstrained`] names it; one that a single run's
+//! prediction depends on is fitted to that run alone, and [`Fit::single_run`] names both. Each
+//! fit minimises a robust (soft-L1) loss of the relative errors,
+//! `sum 2 (sqrt(1 + (e / 5%)^2) - 1)`, so that one anomalous run cannot drag the constants, with
+//! argmin's Nelder-Mead from a fixed set of starts (the best result wins: deterministic). Leave-one-out cross-validation refits without each run
 //! and scores that run, so a fit that only memorises shows.
 
 use argmin::core::{CostFunction, Error, Executor, State};
@@ -58,6 +59,10 @@ pub struct Fit {
     /// The constants no run's prediction depends on, kept at their reference values (names of
     /// [`CONSTANTS`]).
     pub unconstrained: Vec<&'static str>,
+    /// The constants fitted to a single run's prediction (names of [`CONSTANTS`], with the
+    /// run's name): their values are that run's, and leaving that run out leaves them
+    /// unconstrained.
+    pub single_run: Vec<(&'static str, String)>,
     /// Every run under the identity calibration.
     pub before: Vec<Score>,
     /// Every run under the fitted constants (in-sample).
@@ -113,18 +118,18 @@ impl Group {
     /// The group with only the members `keep` marks, its starts cut to them.
     fn restricted(&self, keep: &[bool]) -> Group {
         Group {
-            members: marked(&self.members, keep, true),
-            starts: self.starts.iter().map(|s| marked(s, keep, true)).collect(),
+            members: kept(&self.members, keep),
+            starts: self.starts.iter().map(|s| kept(s, keep)).collect(),
             target: self.target,
         }
     }
 }
 
-/// The items of `v` whose flag in `flags` is `flag`.
-fn marked<T: Copy>(v: &[T], flags: &[bool], flag: bool) -> Vec<T> {
+/// The items of `v` that `keep` marks.
+fn kept<T: Copy>(v: &[T], keep: &[bool]) -> Vec<T> {
     v.iter()
-        .zip(flags)
-        .filter(|(_, &f)| f == flag)
+        .zip(keep)
+        .filter(|(_, &k)| k)
         .map(|(&x, _)| x)
         .collect()
 }
@@ -143,14 +148,14 @@ fn target_values(
     })
 }
 
-/// For each member of `group`, whether some run's prediction of the group's target depends on
-/// it: the prediction moves when the constant moves from its value in `base` (halved; a
-/// gigabyte more for the reserve).
+/// For each member of `group`, the runs (indices in `runs`) whose prediction of the group's
+/// target depends on it: the prediction moves when the constant moves from its value in `base`
+/// (halved; a gigabyte more for the reserve).
 fn dependence(
     runs: &[&Measured],
     base: Calibration,
     group: &Group,
-) -> Result<Vec<bool>, InputError> {
+) -> Result<Vec<Vec<usize>>, InputError> {
     let at_base = runs
         .iter()
         .map(|r| Ok(target_values(r, &base, group.target)?.0))
@@ -160,15 +165,14 @@ fn dependence(
         let mut v = base.to_vec();
         v[i] = if i == RESERVED { v[i] + GB } else { v[i] * 0.5 };
         let moved = Calibration::from_vec(v);
-        let mut depends = false;
-        for (run, &a) in runs.iter().zip(&at_base) {
+        let mut depending = Vec::new();
+        for (k, (run, &a)) in runs.iter().zip(&at_base).enumerate() {
             let b = target_values(run, &moved, group.target)?.0;
             if (a - b).abs() > 1e-12 * a.abs().max(b.abs()) {
-                depends = true;
-                break;
+                depending.push(k);
             }
         }
-        out.push(depends);
+        out.push(depending);
     }
     Ok(out)
 }
@@ -253,17 +257,25 @@ fn fit_group(
     })
 }
 
+/// What [`fit_all`] found out about the constants besides their values.
+#[derive(Default)]
+struct Support {
+    /// Indices in [`CONSTANTS`] of those no run depends on, which keep their values in `base`.
+    unconstrained: Vec<usize>,
+    /// Those a single run depends on, with that run's name.
+    single_run: Vec<(usize, String)>,
+}
+
 /// Every group fitted over `runs` (each with whether it measured a gradient reduction the
 /// evaluator predicts, i.e. with data parallelism) in turn on top of `base`, each on top of the
-/// previous ones, from the `starts` of each group (scaled values). Returns the constants and
-/// the indices of those no run depends on, which keep their values in `base`.
+/// previous ones, from the `starts` of each group (scaled values).
 fn fit_all(
     runs: &[(&Measured, bool)],
     base: Calibration,
     starts: &dyn Fn(&Group) -> Vec<Vec<f64>>,
-) -> Result<(Calibration, Vec<usize>), InputError> {
+) -> Result<(Calibration, Support), InputError> {
     let mut cal = base;
-    let mut unconstrained = Vec::new();
+    let mut support = Support::default();
     let syncing: Vec<&Measured> = runs.iter().filter(|r| r.1).map(|r| r.0).collect();
     let all: Vec<&Measured> = runs.iter().map(|r| r.0).collect();
     for g in groups(!syncing.is_empty()) {
@@ -271,15 +283,23 @@ fn fit_all(
             Target::GradSync => &syncing,
             _ => &all,
         };
-        let keep = dependence(chosen, cal, &g)?;
-        unconstrained.extend(marked(&g.members, &keep, false).iter().map(|m| m.0));
+        let depending = dependence(chosen, cal, &g)?;
+        for (&(i, _), d) in g.members.iter().zip(&depending) {
+            match d[..] {
+                [] => support.unconstrained.push(i),
+                [k] => support.single_run.push((i, chosen[k].name.clone())),
+                _ => {}
+            }
+        }
+        let keep: Vec<bool> = depending.iter().map(|d| !d.is_empty()).collect();
         let g = g.restricted(&keep);
         if !g.members.is_empty() {
             cal = fit_group(chosen, cal, &g, &starts(&g))?;
         }
     }
-    unconstrained.sort_unstable();
-    Ok((cal, unconstrained))
+    support.unconstrained.sort_unstable();
+    support.single_run.sort_unstable();
+    Ok((cal, support))
 }
 
 fn group_values(cal: &Calibration, group: &Group) -> Vec<f64> {
@@ -314,7 +334,7 @@ pub fn fit(runs: &[Measured], options: &Options) -> Result<Fit, InputError> {
         .map(|(r, s)| (r, s.grad_sync_error().is_some()))
         .collect();
     let sync_runs = flagged.iter().filter(|r| r.1).count();
-    let (constants, unconstrained) = fit_all(&flagged, base, &|g| g.starts.clone())?;
+    let (constants, support) = fit_all(&flagged, base, &|g| g.starts.clone())?;
     let after = score(&constants)?;
     // Leave-one-out: refit from the full fit's constants and the first default start.
     let loo_starts = |g: &Group| vec![group_values(&constants, g), g.starts[0].clone()];
@@ -332,7 +352,16 @@ pub fn fit(runs: &[Measured], options: &Options) -> Result<Fit, InputError> {
     Ok(Fit {
         constants,
         sync_runs,
-        unconstrained: unconstrained.iter().map(|&i| CONSTANTS[i].0).collect(),
+        unconstrained: support
+            .unconstrained
+            .iter()
+            .map(|&i| CONSTANTS[i].0)
+            .collect(),
+        single_run: support
+            .single_run
+            .into_iter()
+            .map(|(i, run)| (CONSTANTS[i].0, run))
+            .collect(),
         before,
         after,
         cross_validated,
@@ -453,10 +482,18 @@ mod tests {
         assert_eq!(fit.constants.p2p_efficiency, 1.0);
         assert_eq!(fit.constants.collective_efficiency, 1.0);
         assert!((fit.constants.compute_factor - 0.9).abs() < 1e-3);
-        assert!(super::fit(&runs, &Options::default())
-            .unwrap()
-            .unconstrained
-            .is_empty());
+        assert!(fit.single_run.is_empty());
+        let full = super::fit(&runs, &Options::default()).unwrap();
+        assert!(full.unconstrained.is_empty() && full.single_run.is_empty());
+        // One run sends between stages: the link's efficiency is that run's, and named with it.
+        let one_pipeline = vec![
+            alone[0].clone(),
+            alone[1].clone(),
+            measured("2x1 m4", plan(2, 1, 4), &truth),
+        ];
+        let fit = super::fit(&one_pipeline, &Options::default()).unwrap();
+        assert_eq!(fit.unconstrained, ["collective_efficiency"]);
+        assert_eq!(fit.single_run, [("p2p_efficiency", "2x1 m4".to_string())]);
         let e = super::fit(&runs, &Options { p2p_overlap: 1.5 })
             .unwrap_err()
             .to_string();

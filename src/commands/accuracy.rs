@@ -390,6 +390,14 @@ pub fn calibrate(a: CalibrateArgs) -> Result<(), Failure> {
     if !fit.unconstrained.is_empty() {
         report_json["unconstrained"] = fit.unconstrained.clone().into();
     }
+    if !fit.single_run.is_empty() {
+        report_json["single_run"] = fit
+            .single_run
+            .iter()
+            .map(|(c, run)| (c.to_string(), serde_json::Value::from(run.as_str())))
+            .collect::<serde_json::Map<_, _>>()
+            .into();
+    }
     if !repaired.is_empty() {
         report_json["repaired"] = repaired
             .iter()
@@ -422,6 +430,18 @@ pub fn calibrate(a: CalibrateArgs) -> Result<(), Failure> {
         text.push_str(&format!(
             "not fitted, kept at the reference value (no run's prediction depends on it): {}\n",
             fit.unconstrained.join(", ")
+        ));
+    }
+    if !fit.single_run.is_empty() {
+        let named: Vec<String> = fit
+            .single_run
+            .iter()
+            .map(|(c, run)| format!("{c} ({run})"))
+            .collect();
+        text.push_str(&format!(
+            "fitted to one run alone (the fold that leaves the run out keeps the reference \
+             value): {}\n",
+            named.join(", ")
         ));
     }
     text.push_str(&summary_table("absolute relative error", &table));
