@@ -1,7 +1,7 @@
 //! `pipeplan sweep` end to end, each run in its own process: the same store whatever `--jobs`,
 //! a killed sweep resumed, the Slurm script's tasks (run here without Slurm) merged into the
-//! single-process store, reports in every format, `--update-best-known` on a suite, and the
-//! errors of bad stores and suites.
+//! single-process store, reports in every format, `--update-best-known` on a suite, calibrated
+//! sweeps, and the errors of bad stores and suites.
 
 mod support;
 
@@ -296,4 +296,78 @@ fn bad_stores_and_suites_are_one_clear_error() {
         stderr(&o)
     );
     assert!(!store.exists());
+}
+
+#[test]
+fn a_calibrated_sweep_is_stored_apart_and_its_tasks_carry_the_calibration() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("r.sqlite");
+    let cal = support::root().join("calibrations/clariden-gh200.json");
+    let args = |calibrated: bool| {
+        let mut a: Vec<String> = ["sweep", "run"].iter().map(|s| s.to_string()).collect();
+        a.push(shipped_str("resnet50-1000px-b8-4gpu-8gib.json"));
+        a.extend(["--algos", "uniform", "--store"].map(String::from));
+        a.push(store.display().to_string());
+        if calibrated {
+            a.extend(["--calibration".to_string(), cal.display().to_string()]);
+        }
+        a
+    };
+    ok(&args(false));
+    // Not the same runs: no --resume needed, nothing overwritten.
+    ok(&args(true));
+    let rows = Store::open_read(&store).unwrap().rows().unwrap();
+    assert_eq!(rows.len(), 2);
+    let raw = pipeplan_formulations::Instance::from_path(&support::shipped(
+        "resnet50-1000px-b8-4gpu-8gib.json",
+    ))
+    .unwrap();
+    let constants = pipeplan_formulations::calibration::CalibrationFile::from_path(&cal)
+        .unwrap()
+        .constants;
+    let plain = rows.iter().find(|r| r.instance_hash == instance_hash(&raw));
+    let calibrated = rows
+        .iter()
+        .find(|r| r.instance_hash == instance_hash(&raw.calibrated(&constants)));
+    let (plain, calibrated) = (plain.unwrap(), calibrated.unwrap());
+    assert_eq!(
+        calibrated.instance,
+        format!("{} (calibrated: clariden-gh200)", plain.instance)
+    );
+    // Judged as `solve --calibration` judges it, not as the reference model does.
+    let o = pipeplan(&[
+        "solve",
+        &shipped_str("resnet50-1000px-b8-4gpu-8gib.json"),
+        "-a",
+        "uniform",
+        "--calibration",
+        cal.to_str().unwrap(),
+        "--json",
+    ]);
+    let solved: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let want = solved["evaluated"]["throughput"].as_f64().unwrap();
+    let got = calibrated.evaluated_throughput.unwrap();
+    assert!((got - want).abs() <= 1e-9 * want, "{got} vs {want}");
+    assert!(plain.evaluated_throughput.unwrap() > got * 1.2);
+    // Slurm tasks run with the same calibration.
+    let script = dir.path().join("s.sbatch");
+    let mut slurm = args(true);
+    slurm[1] = "slurm".into();
+    ok(&with(slurm, &["-o", &script.display().to_string()]));
+    let text = std::fs::read_to_string(&script).unwrap();
+    assert!(
+        text.contains(&format!("--calibration {}", cal.display())),
+        "{text}"
+    );
+    // A bad calibration file is named, and nothing is run.
+    let bad = dir.path().join("bad.json");
+    std::fs::write(&bad, "{}").unwrap();
+    let fresh = dir.path().join("fresh.sqlite");
+    let mut a = args(false);
+    let n = a.len();
+    a[n - 1] = fresh.display().to_string();
+    let o = pipeplan(&with(a, &["--calibration", bad.to_str().unwrap()]));
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("bad.json"), "{}", stderr(&o));
+    assert!(!fresh.exists());
 }

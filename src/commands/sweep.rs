@@ -13,6 +13,7 @@ use pipeplan_bench::sweep::plan::{self, absolute, Input, RunSpec, SweepSpec};
 use pipeplan_bench::sweep::shard::Shard;
 use pipeplan_bench::sweep::store::Store;
 use pipeplan_bench::sweep::{diff, merge, slurm, SweepError};
+use std::path::Path;
 use std::time::Instant;
 
 impl From<SweepError> for Failure {
@@ -43,12 +44,43 @@ fn spec(a: &SweepArgs) -> SweepSpec {
     }
 }
 
-/// The sweep's instances and runs, checked (suites against their manifests) before anything
-/// runs or is written.
+/// The sweep's instances (under its calibration, which their hashes then include) and runs,
+/// checked (suites against their manifests) before anything runs or is written.
 fn planned(a: &SweepArgs) -> Result<(Vec<Input>, Vec<RunSpec>), Failure> {
-    let inputs = plan::read_inputs(&a.inputs)?;
+    let mut inputs = plan::read_inputs(&a.inputs)?;
+    if let Some(cal) = a.calibration.read()? {
+        // Named for the calibration too, so that reports tell the two apart.
+        let file = a
+            .calibration
+            .calibration
+            .as_deref()
+            .unwrap_or(Path::new(""));
+        let label = file
+            .file_stem()
+            .unwrap_or(file.as_os_str())
+            .to_string_lossy();
+        for input in &mut inputs {
+            input.instance = input.instance.calibrated(&cal);
+            input.hash = instance_hash(&input.instance);
+            input.name = format!("{} (calibrated: {label})", input.name);
+        }
+    }
     let runs = plan::plan(&inputs, &spec(a))?;
     Ok((inputs, runs))
+}
+
+/// The options that pass the sweep's calibration on to its runs' processes and tasks.
+fn calibration_args(a: &SweepArgs) -> Vec<String> {
+    a.calibration
+        .calibration
+        .iter()
+        .flat_map(|p| {
+            [
+                "--calibration".to_string(),
+                absolute(p).display().to_string(),
+            ]
+        })
+        .collect()
 }
 
 fn cores() -> usize {
@@ -70,9 +102,11 @@ fn sweep_run(a: RunArgs) -> Result<(), Failure> {
     let (todo, before) = execute::pending(&store, &runs, shard, a.resume)?;
     let program = std::env::current_exe()
         .map_err(|e| Failure::input(format!("cannot locate pipeplan itself: {e}")))?;
+    let mut prefix = vec!["sweep".to_string(), "run-one".into()];
+    prefix.extend(calibration_args(&a.sweep));
     let mode = Mode::Process(ChildRunner {
         program,
-        prefix: vec!["sweep".into(), "run-one".into()],
+        prefix,
         time_limit: a.sweep.time_limit.0,
         threads: (cores() / jobs).max(1),
         watchdog: child::watchdog(a.sweep.time_limit.0),
@@ -173,6 +207,7 @@ fn sweep_slurm(a: SlurmArgs) -> Result<(), Failure> {
     args.push(s.repeat.to_string());
     args.push("--time-limit".into());
     args.push(time_limit_arg(&s.time_limit));
+    args.extend(calibration_args(s));
     let store = absolute(&s.store);
     let program = std::env::current_exe()
         .map_err(|e| Failure::input(format!("cannot locate pipeplan itself: {e}")))?;
@@ -273,13 +308,18 @@ fn sweep_diff(a: DiffArgs) -> Result<(), Failure> {
 
 fn run_one(a: RunOneArgs) -> Result<(), Failure> {
     child::follow_parent();
-    let inst = super::read_instance(&a.instance)?;
+    let inst = super::read_calibrated(&a.instance, &a.calibration)?;
     let hash = instance_hash(&inst);
     if hash != a.hash {
         return Err(Failure::input(format!(
-            "{}: hash {hash} differs from the sweep's {} (the file changed during the sweep)",
+            "{}: hash {hash} differs from the sweep's {} (the file{} changed during the sweep)",
             a.instance.display(),
-            a.hash
+            a.hash,
+            if a.calibration.calibration.is_some() {
+                " or the calibration"
+            } else {
+                ""
+            }
         )));
     }
     let settings = a.set.into_iter().collect();

@@ -2,7 +2,7 @@
 //! the hidden `run-one` that each run's process executes.
 
 use crate::args::TimeLimit;
-use crate::cli::OutputArgs;
+use crate::cli::{CalibrationArgs, OutputArgs};
 use clap::{Args, Subcommand};
 use std::path::PathBuf;
 
@@ -60,6 +60,10 @@ pub struct SweepArgs {
     /// The store (SQLite file; created when missing).
     #[arg(long, value_name = "FILE")]
     pub store: PathBuf,
+    /// Every instance under this calibration; it becomes part of the instance's identity (its
+    /// hash), so calibrated and reference runs never mix in a store.
+    #[command(flatten)]
+    pub calibration: CalibrationArgs,
 }
 
 /// `pipeplan sweep run`.
@@ -177,4 +181,7 @@ pub struct RunOneArgs {
     /// Settings.
     #[arg(long = "set", value_parser = crate::args::key_value)]
     pub set: Vec<(String, String)>,
+    /// The sweep's calibration.
+    #[command(flatten)]
+    pub calibration: CalibrationArgs,
 }
