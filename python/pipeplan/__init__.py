@@ -72,6 +72,11 @@ def _instance(x: InstanceLike) -> Instance:
     )
 
 
+def _calibrated(inst: Instance, calibration: Optional[PathLike]) -> Instance:
+    """``inst`` under the calibration file's constants (``--calibration FILE``), if one is given."""
+    return inst if calibration is None else inst.calibrated(calibration)
+
+
 def _settings(values: Mapping[str, Any]) -> Dict[str, str]:
     """Algorithm settings as the CLI's ``--set KEY=VALUE`` strings (booleans as true/false)."""
     out = {}
@@ -395,33 +400,41 @@ def solve(
     seed: int = 0,
     *,
     stages: Optional[int] = None,
+    calibration: Optional[PathLike] = None,
     **settings: Any,
 ) -> Solution:
     """Solves ``instance`` with ``algorithm`` (``pipeplan solve --json``) and judges the plan with
     the neutral evaluator.
 
     ``time_limit`` bounds solvers that can stop early (seconds, ``"500ms"``, or ``None``);
-    ``stages`` fixes the stage count for algorithms that take it; further keywords are the
-    algorithm's settings (``--set KEY=VALUE``; see :func:`settings`). The GIL is released while
-    solving; Ctrl-C stops the solve and raises ``KeyboardInterrupt``.
+    ``stages`` fixes the stage count for algorithms that take it; ``calibration`` is a file of
+    ``pipeplan calibrate`` (``--calibration FILE``): the algorithm plans, and the evaluator
+    judges, with its constants; further keywords are the algorithm's settings (``--set
+    KEY=VALUE``; see :func:`settings`). The GIL is released while solving; Ctrl-C stops the
+    solve and raises ``KeyboardInterrupt``.
 
     Raises :class:`InstanceError` (bad input, unknown algorithm or setting),
     :class:`UnsupportedError`, :class:`InfeasibleError`, :class:`TimeLimitError` or
     :class:`SolverError`, with the CLI's messages.
     """
-    inst = _instance(instance)
+    inst = _calibrated(_instance(instance), calibration)
     data, record = _native.solve(inst, algorithm, time_limit, seed, stages, _settings(settings))
     return Solution(json.loads(data), json.loads(record), inst)
 
 
 def evaluate(
-    plan: Union[Solution, Mapping[str, Any], str], instance: InstanceLike
+    plan: Union[Solution, Mapping[str, Any], str],
+    instance: InstanceLike,
+    *,
+    calibration: Optional[PathLike] = None,
 ) -> Dict[str, Any]:
     """Judges a plan on an instance with the neutral evaluator (``pipeplan evaluate --json``).
 
     ``plan``: a :class:`Solution` (its plan), a plan dict (``{"stages": ..., "schedule": ...}``),
-    a solution dict (its ``plan``) or JSON text of either. Raises :class:`InstanceError` for a
-    plan that does not fit the instance (the message names the field).
+    a solution dict (its ``plan``) or JSON text of either. ``calibration``: a file of
+    ``pipeplan calibrate`` whose constants the evaluator judges with. Raises
+    :class:`InstanceError` for a plan that does not fit the instance (the message names the
+    field) or a bad calibration file.
     """
     if isinstance(plan, Solution):
         plan = plan.plan
@@ -429,7 +442,8 @@ def evaluate(
         plan = json.loads(plan)
     if isinstance(plan, Mapping) and "stages" not in plan and "plan" in plan:
         plan = plan["plan"]
-    data, _record = _native.evaluate(json.dumps(plan), _instance(instance))
+    inst = _calibrated(_instance(instance), calibration)
+    data, _record = _native.evaluate(json.dumps(plan), inst)
     return json.loads(data)
 
 
@@ -450,6 +464,7 @@ def compare(
     seed: int = 0,
     stages: Optional[int] = None,
     solutions: bool = False,
+    calibration: Optional[PathLike] = None,
     **settings: Any,
 ) -> Any:
     """Runs algorithms side by side on instances (``pipeplan compare --csv``).
@@ -461,14 +476,15 @@ def compare(
     ``solutions=True`` returns ``(frame, solutions)``: the :class:`Solution` of each row, or
     ``None`` where there is none.
 
-    ``algos`` defaults to every algorithm (those that do not support an instance get a row that
+    ``calibration``: a file of ``pipeplan calibrate``; every instance is solved and judged under
+    its constants. ``algos`` defaults to every algorithm (those that do not support an instance get a row that
     says why). Unlike the CLI, no exception is raised when no algorithm produced a plan: the
     rows say why. Solves run in parallel without the GIL; Ctrl-C stops them (running solves stop
     as at their time limit, pending ones are not started) and raises ``KeyboardInterrupt``.
     """
     if isinstance(instances, (Instance, str, os.PathLike, Mapping)):
         instances = [instances]
-    insts = [_instance(i) for i in instances]
+    insts = [_calibrated(_instance(i), calibration) for i in instances]
     rows_json, records_json = _native.compare(
         insts, _names(algos), time_limit, seed, stages, _settings(settings)
     )

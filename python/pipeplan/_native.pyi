@@ -19,6 +19,8 @@ class Instance:
     @staticmethod
     def from_dict(d: Mapping[str, Any]) -> Instance:
         """Builds and validates an instance from a dict of the JSON format."""
+    def calibrated(self, path: Union[str, "os.PathLike[str]"]) -> Instance:
+        """The same instance under the constants of a calibration file (`pipeplan calibrate`)."""
     def to_json(self) -> str:
         """The instance as JSON text (the file format)."""
     def to_dict(self) -> Dict[str, Any]:

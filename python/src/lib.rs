@@ -8,6 +8,7 @@
 //! `KeyboardInterrupt`. A panic of the worker becomes `pipeplan.SolverError`; nothing panics
 //! across the boundary.
 
+use pipeplan_formulations::calibration::CalibrationFile;
 use pipeplan_formulations::evaluate::evaluate as judge;
 use pipeplan_formulations::generate::{self, Device, GenerateOptions, Optimizer};
 use pipeplan_formulations::import::request::unemulated_arguments;
@@ -148,6 +149,15 @@ impl PyInstance {
     fn from_dict(py: Python<'_>, d: &Bound<'_, PyAny>) -> PyResult<PyInstance> {
         let text: String = py.import("json")?.call_method1("dumps", (d,))?.extract()?;
         Self::from_json(py, &text)
+    }
+
+    /// The same instance under the constants of a calibration file (written by `pipeplan
+    /// calibrate`, `docs/calibration.md`): algorithms plan, and the evaluator judges, with them.
+    fn calibrated(&self, py: Python<'_>, path: PathBuf) -> PyResult<PyInstance> {
+        let file = CalibrationFile::from_path(&path).map_err(|e| input_error(py, &e))?;
+        Ok(PyInstance {
+            inner: self.inner.calibrated(&file.constants),
+        })
     }
 
     /// The instance as JSON text (the file format).

@@ -265,3 +265,25 @@ def test_ctrl_c_stops_a_long_solve():
         slow_solve(60)
     timer.join()
     assert time.perf_counter() - start < 15
+
+
+def test_a_calibration_file_changes_what_is_planned_and_judged(cli, tmp_path):
+    calibration = ROOT / "calibrations" / "clariden-gh200.json"
+    path = str(INSTANCES[0])
+    inst = pipeplan.Instance.load(path)
+    calibrated = inst.calibrated(calibration)
+    assert "calibration" in calibrated.to_dict() and "calibration" not in inst.to_dict()
+    plain = pipeplan.solve(inst, "uniform")
+    sol = pipeplan.solve(path, "uniform", calibration=calibration)
+    # The CLI's figures under the same file.
+    out = json.loads(cli("solve", path, "-a", "uniform", "--calibration", calibration, "--json").stdout)
+    assert without_timing(sol.to_dict()) == without_timing(out)
+    assert sol.evaluated != plain.evaluated
+    assert pipeplan.evaluate(plain, inst, calibration=calibration) == sol.evaluated
+    frame = pipeplan.compare([path], ["uniform"], calibration=calibration)
+    rows = frame.to_dict("records") if hasattr(frame, "to_dict") else frame
+    assert rows[0]["evaluated_max_memory"] == sol.evaluated["max_memory"]
+    bad = tmp_path / "bad.json"
+    bad.write_text("{}")
+    with pytest.raises(pipeplan.InstanceError, match="bad.json"):
+        pipeplan.solve(inst, "uniform", calibration=bad)
