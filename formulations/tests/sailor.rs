@@ -282,6 +282,14 @@ fn runs_are_judged_on_their_own_machines_and_profiled_degrees_only() {
             ("mixed_sizes", |p| {
                 replicas(p).take(1).for_each(|r| r[0][0][1] = 8.into())
             }),
+            ("mixed_dp", |p| {
+                let pipeline = &mut p["pipeline_list"][0];
+                pipeline["dp"][1] = 1.into();
+                pipeline["tmp_per_stage"][1].as_array_mut().unwrap().pop();
+            }),
+            ("mixed_tp", |p| {
+                p["pipeline_list"][0]["tmp_per_stage"][1][1][1] = 2.into();
+            }),
         ],
     );
     let opts = RunOptions {
@@ -329,6 +337,21 @@ fn runs_are_judged_on_their_own_machines_and_profiled_degrees_only() {
         panic!("{:?}", outcome("mixed_sizes"))
     };
     assert!(e.contains("machines of several sizes ([8, 4] GPUs)"), "{e}");
+    // A well-formed plan pipeplan does not model: not supported, not invalid.
+    let Outcome::Unsupported(e) = outcome("mixed_dp") else {
+        panic!("{:?}", outcome("mixed_dp"))
+    };
+    assert!(
+        e.contains("stages of different data-parallel degrees ([2, 1]): not supported yet"),
+        "{e}"
+    );
+    let Outcome::Unsupported(e) = outcome("mixed_tp") else {
+        panic!("{:?}", outcome("mixed_tp"))
+    };
+    assert!(
+        e.contains("replicas of stage 1 at different tensor-parallel degrees ([4, 2])"),
+        "{e}"
+    );
 }
 
 const PLAN: &str = r#"{
@@ -424,6 +447,12 @@ fn plan_files_become_plans_and_bad_ones_name_the_field() {
     assert!(
         e.contains("1 replicas but dp[1] = 1") || e.contains("2 replicas but dp[1] = 1"),
         "{e}"
+    );
+    let e = bad("2]]],", "1]]],");
+    assert_eq!(
+        e,
+        "pipeline_list[0].tmp_per_stage[1]: replicas of one stage at different tensor-parallel \
+         degrees [2, 1]: not supported yet"
     );
     let e = SailorPlan::from_json(PLAN)
         .unwrap()

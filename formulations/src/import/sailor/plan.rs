@@ -21,8 +21,11 @@ pub struct SailorStage {
     pub layers: Vec<usize>,
     /// Data-parallel degree.
     pub dp: u32,
-    /// Tensor-parallel degree of every replica.
+    /// Tensor-parallel degree of its first replica (of every replica unless
+    /// [`SailorPlan::mixed_tp`] names the stage).
     pub tp: u32,
+    /// Tensor-parallel degree of each replica.
+    pub replica_tps: Vec<u32>,
     /// GPU type of every replica.
     pub gpu_type: String,
 }
@@ -152,7 +155,7 @@ impl SailorPlan {
                     format!("{} replicas but dp[{s}] = {dp}", replicas.len()),
                 ));
             }
-            let mut tps = BTreeSet::new();
+            let mut tps = Vec::with_capacity(replicas.len());
             let mut types = BTreeSet::new();
             for (r, rep) in replicas.iter().enumerate() {
                 let f = || format!("{}[{s}][{r}]", at("tmp_per_stage"));
@@ -162,7 +165,7 @@ impl SailorPlan {
                 let tp = positive(rep.get(1)).ok_or_else(|| {
                     field(f(), "tensor-parallel degree is not a positive integer")
                 })?;
-                tps.insert(tp);
+                tps.push(tp);
                 for vm in vms {
                     let ty = vm
                         .get(0)
@@ -180,19 +183,11 @@ impl SailorPlan {
                     }
                 }
             }
-            if tps.len() > 1 {
-                return Err(field(
-                    format!("{}[{s}]", at("tmp_per_stage")),
-                    format!(
-                        "replicas of one stage at different tensor-parallel degrees {tps:?}; \
-                         not supported"
-                    ),
-                ));
-            }
             stages.push(SailorStage {
                 layers: ls,
                 dp,
-                tp: *tps.first().expect("dp >= 1 replica"),
+                tp: tps[0],
+                replica_tps: tps,
                 gpu_type: types.into_iter().next().unwrap_or_default(),
             });
         }
@@ -390,6 +385,22 @@ impl SailorPlan {
         ))
     }
 
+    /// The first stage whose data-parallel degree differs from stage 0's. pipeplan's
+    /// micro-batch spans a stage's replicas, so such stages would each see another number of
+    /// micro-batches: not modelled.
+    pub fn mixed_dp(&self) -> Option<usize> {
+        let dp = self.stages.first()?.dp;
+        self.stages.iter().position(|st| st.dp != dp)
+    }
+
+    /// The first stage whose replicas differ in tensor-parallel degree: the evaluator gives a
+    /// stage one degree.
+    pub fn mixed_tp(&self) -> Option<usize> {
+        self.stages
+            .iter()
+            .position(|st| st.replica_tps.iter().any(|&t| t != st.tp))
+    }
+
     /// The plan on `inst`: stage `s` on the next `dp x tp` GPUs (each replica's tensor-parallel
     /// group on consecutive GPUs, as Megatron places them), synchronous 1F1B with micro-batches
     /// of `mbs x dp` samples (pipeplan's micro-batch spans the replicas) and `gbs / (mbs x dp)`
@@ -406,13 +417,23 @@ impl SailorPlan {
         }
         self.check_layers(inst.model.layers.len())?;
         let dp = self.stages[0].dp;
-        if let Some((s, st)) = self.stages.iter().enumerate().find(|(_, st)| st.dp != dp) {
+        if let Some(s) = self.mixed_dp() {
             return Err(field(
                 format!("pipeline_list[0].dp[{s}]"),
                 format!(
                     "{} differs from stage 0's {dp}: stages of different data-parallel degrees \
-                     are not supported",
-                    st.dp
+                     are not supported yet",
+                    self.stages[s].dp
+                ),
+            ));
+        }
+        if let Some(s) = self.mixed_tp() {
+            return Err(field(
+                format!("pipeline_list[0].tmp_per_stage[{s}]"),
+                format!(
+                    "replicas of one stage at different tensor-parallel degrees {:?}: not \
+                     supported yet",
+                    self.stages[s].replica_tps
                 ),
             ));
         }

@@ -203,6 +203,19 @@ fn outcome(
         );
         return Ok((Outcome::Unsupported(reason), None));
     }
+    if sp.mixed_dp().is_some() {
+        let dps: Vec<u32> = sp.stages.iter().map(|st| st.dp).collect();
+        let reason =
+            format!("stages of different data-parallel degrees ({dps:?}): not supported yet");
+        return Ok((Outcome::Unsupported(reason), None));
+    }
+    if let Some(s) = sp.mixed_tp() {
+        let reason = format!(
+            "replicas of stage {s} at different tensor-parallel degrees ({:?}): not supported yet",
+            sp.stages[s].replica_tps
+        );
+        return Ok((Outcome::Unsupported(reason), None));
+    }
     let need = |key: &str, what: &str| {
         InputError::field(
             key,
