@@ -67,7 +67,10 @@ fn accuracy_judges_every_valid_run_and_names_the_rest() {
         text.contains("not judged (left out of the summary)"),
         "{text}"
     );
-    assert!(text.contains("heterogeneous run"), "{text}");
+    assert!(
+        text.contains("heterogeneous plans are not supported yet"),
+        "{text}"
+    );
     assert!(text.contains("layer 29 is listed 2 times"), "{text}");
     // The measured gradient reductions are shown next to the evaluated ones, and summarised.
     assert!(text.contains("gradient sync (evaluated)"), "{text}");

@@ -342,14 +342,14 @@ fn runs_are_judged_on_their_own_machines_and_profiled_degrees_only() {
         panic!("{:?}", outcome("mixed_dp"))
     };
     assert!(
-        e.contains("stages of different data-parallel degrees ([2, 1]): not supported yet"),
+        e.contains("stages of different data-parallel degrees [2, 1]: not supported yet"),
         "{e}"
     );
     let Outcome::Unsupported(e) = outcome("mixed_tp") else {
         panic!("{:?}", outcome("mixed_tp"))
     };
     assert!(
-        e.contains("replicas of stage 1 at different tensor-parallel degrees ([4, 2])"),
+        e.contains("replicas of stage 1 at different tensor-parallel degrees [4, 2]"),
         "{e}"
     );
 }
@@ -448,10 +448,15 @@ fn plan_files_become_plans_and_bad_ones_name_the_field() {
         e.contains("1 replicas but dp[1] = 1") || e.contains("2 replicas but dp[1] = 1"),
         "{e}"
     );
+    let e = bad("\"dp\": [2, 2]}]", "\"dp\": [2, 2]}, {}]");
+    assert_eq!(
+        e,
+        "pipeline_list: 2 pipelines: plans of several pipelines are not supported yet"
+    );
     let e = bad("2]]],", "1]]],");
     assert_eq!(
         e,
-        "pipeline_list[0].tmp_per_stage[1]: replicas of one stage at different tensor-parallel \
+        "pipeline_list[0].tmp_per_stage[1]: replicas of stage 1 at different tensor-parallel \
          degrees [2, 1]: not supported yet"
     );
     let e = SailorPlan::from_json(PLAN)

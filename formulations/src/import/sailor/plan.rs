@@ -22,7 +22,7 @@ pub struct SailorStage {
     /// Data-parallel degree.
     pub dp: u32,
     /// Tensor-parallel degree of its first replica (of every replica unless
-    /// [`SailorPlan::mixed_tp`] names the stage).
+    /// [`SailorPlan::unsupported`] names the stage).
     pub tp: u32,
     /// Tensor-parallel degree of each replica.
     pub replica_tps: Vec<u32>,
@@ -48,6 +48,8 @@ pub struct SailorPlan {
     pub measured_grad_sync_ms: Option<f64>,
     /// Nodes the run used (`N`), when given.
     pub nodes: Option<u32>,
+    /// Pipelines in `pipeline_list` (only the first is read: several are not supported yet).
+    pub pipelines: usize,
     /// GPU types, each listed once, in order of appearance.
     pub gpu_types: Vec<String>,
     /// GPUs per machine, each size listed once, in order of appearance.
@@ -66,27 +68,19 @@ fn positive(v: Option<&Value>) -> Option<u32> {
 }
 
 impl SailorPlan {
-    /// Reads a plan file's text. Several GPU types in one plan (a heterogeneous run) are read;
-    /// [`SailorPlan::to_plan`] refuses them.
+    /// Reads a plan file's text. What pipeplan does not model (several pipelines, GPU types,
+    /// data-parallel degrees; [`SailorPlan::unsupported`]) is read; [`SailorPlan::to_plan`]
+    /// refuses it.
     pub fn from_json(text: &str) -> Result<SailorPlan, InputError> {
         let doc: Value = crate::error::parse_json(text, "Sailor plan")?;
         let pipes = doc
             .get("pipeline_list")
             .and_then(Value::as_array)
             .ok_or_else(|| field("pipeline_list", "missing: a list with one pipeline"))?;
-        let pipe = match pipes.as_slice() {
-            [p] => p,
-            [] => return Err(field("pipeline_list", "empty: one pipeline expected")),
-            many => {
-                return Err(field(
-                    "pipeline_list",
-                    format!(
-                        "{} pipelines; plans of several different pipelines are not supported",
-                        many.len()
-                    ),
-                ))
-            }
-        };
+        // Only the first pipeline is read: several are not supported (`unsupported`).
+        let pipe = pipes
+            .first()
+            .ok_or_else(|| field("pipeline_list", "empty: one pipeline expected"))?;
         let at = |k: &str| format!("pipeline_list[0].{k}");
         let layers = pipe
             .get("layers_per_stage")
@@ -238,6 +232,7 @@ impl SailorPlan {
             measured_peak_memory: measured("max_mem", false)?,
             measured_grad_sync_ms,
             nodes: doc.get("N").and_then(Value::as_u64).map(|v| v as u32),
+            pipelines: pipes.len(),
             gpu_types,
             node_sizes,
         })
@@ -385,20 +380,49 @@ impl SailorPlan {
         ))
     }
 
-    /// The first stage whose data-parallel degree differs from stage 0's. pipeplan's
-    /// micro-batch spans a stage's replicas, so such stages would each see another number of
-    /// micro-batches: not modelled.
-    pub fn mixed_dp(&self) -> Option<usize> {
-        let dp = self.stages.first()?.dp;
-        self.stages.iter().position(|st| st.dp != dp)
-    }
-
-    /// The first stage whose replicas differ in tensor-parallel degree: the evaluator gives a
-    /// stage one degree.
-    pub fn mixed_tp(&self) -> Option<usize> {
-        self.stages
-            .iter()
-            .position(|st| st.replica_tps.iter().any(|&t| t != st.tp))
+    /// What pipeplan does not model in this plan, as (field, reason), the first found: several
+    /// pipelines, GPUs of several types, stages of different data-parallel degrees
+    /// (pipeplan's micro-batch spans a stage's replicas, so such stages would each see another
+    /// number of micro-batches), replicas of one stage at different tensor-parallel degrees (the
+    /// evaluator gives a stage one degree).
+    pub fn unsupported(&self) -> Option<(String, String)> {
+        let at = |k: String| format!("pipeline_list[0].{k}");
+        let dps: Vec<u32> = self.stages.iter().map(|st| st.dp).collect();
+        if self.pipelines > 1 {
+            Some((
+                "pipeline_list".into(),
+                format!(
+                    "{} pipelines: plans of several pipelines are not supported yet",
+                    self.pipelines
+                ),
+            ))
+        } else if self.gpu_types.len() > 1 {
+            Some((
+                at("tmp_per_stage".into()),
+                format!(
+                    "GPUs of several types ({}): heterogeneous plans are not supported yet",
+                    self.gpu_types.join(", ")
+                ),
+            ))
+        } else if let Some(s) = dps.iter().position(|&d| d != dps[0]) {
+            Some((
+                at(format!("dp[{s}]")),
+                format!("stages of different data-parallel degrees {dps:?}: not supported yet"),
+            ))
+        } else {
+            let s = self
+                .stages
+                .iter()
+                .position(|st| st.replica_tps.iter().any(|&t| t != st.tp))?;
+            Some((
+                at(format!("tmp_per_stage[{s}]")),
+                format!(
+                    "replicas of stage {s} at different tensor-parallel degrees {:?}: not \
+                     supported yet",
+                    self.stages[s].replica_tps
+                ),
+            ))
+        }
     }
 
     /// The plan on `inst`: stage `s` on the next `dp x tp` GPUs (each replica's tensor-parallel
@@ -406,37 +430,11 @@ impl SailorPlan {
     /// of `mbs x dp` samples (pipeplan's micro-batch spans the replicas) and `gbs / (mbs x dp)`
     /// of them.
     pub fn to_plan(&self, inst: &Instance) -> Result<Plan, InputError> {
-        if self.gpu_types.len() > 1 {
-            return Err(field(
-                "pipeline_list[0].tmp_per_stage",
-                format!(
-                    "stages on different GPU types ({}): heterogeneous plans are not supported yet",
-                    self.gpu_types.join(", ")
-                ),
-            ));
+        if let Some((f, why)) = self.unsupported() {
+            return Err(field(f, why));
         }
         self.check_layers(inst.model.layers.len())?;
         let dp = self.stages[0].dp;
-        if let Some(s) = self.mixed_dp() {
-            return Err(field(
-                format!("pipeline_list[0].dp[{s}]"),
-                format!(
-                    "{} differs from stage 0's {dp}: stages of different data-parallel degrees \
-                     are not supported yet",
-                    self.stages[s].dp
-                ),
-            ));
-        }
-        if let Some(s) = self.mixed_tp() {
-            return Err(field(
-                format!("pipeline_list[0].tmp_per_stage[{s}]"),
-                format!(
-                    "replicas of one stage at different tensor-parallel degrees {:?}: not \
-                     supported yet",
-                    self.stages[s].replica_tps
-                ),
-            ));
-        }
         let per_step = self.micro_batch as u64 * dp as u64;
         if self.global_batch as u64 % per_step != 0 {
             return Err(field(

@@ -189,31 +189,15 @@ fn outcome(
         message: e.to_string(),
     })?;
     let mut sp = SailorPlan::from_json(&text)?;
-    if sp.gpu_types.len() > 1 {
-        let reason = format!(
-            "heterogeneous run ({}): stages on different GPU types are not supported yet",
-            sp.gpu_types.join(", ")
-        );
-        return Ok((Outcome::Unsupported(reason), None));
-    }
-    if sp.node_sizes.len() > 1 {
-        let reason = format!(
-            "machines of several sizes ({:?} GPUs): not supported yet",
-            sp.node_sizes
-        );
-        return Ok((Outcome::Unsupported(reason), None));
-    }
-    if sp.mixed_dp().is_some() {
-        let dps: Vec<u32> = sp.stages.iter().map(|st| st.dp).collect();
-        let reason =
-            format!("stages of different data-parallel degrees ({dps:?}): not supported yet");
-        return Ok((Outcome::Unsupported(reason), None));
-    }
-    if let Some(s) = sp.mixed_tp() {
-        let reason = format!(
-            "replicas of stage {s} at different tensor-parallel degrees ({:?}): not supported yet",
-            sp.stages[s].replica_tps
-        );
+    let unsupported = sp.unsupported().map(|(_, why)| why).or_else(|| {
+        (sp.node_sizes.len() > 1).then(|| {
+            format!(
+                "machines of several sizes ({:?} GPUs): not supported yet",
+                sp.node_sizes
+            )
+        })
+    });
+    if let Some(reason) = unsupported {
         return Ok((Outcome::Unsupported(reason), None));
     }
     let need = |key: &str, what: &str| {
