@@ -287,6 +287,7 @@ fn runs_are_judged_on_their_own_machines_and_profiled_degrees_only() {
                 pipeline["dp"][1] = 1.into();
                 pipeline["tmp_per_stage"][1].as_array_mut().unwrap().pop();
             }),
+            ("too_few_nodes", |p| p["N"] = 2.into()),
             ("mixed_tp", |p| {
                 p["pipeline_list"][0]["tmp_per_stage"][1][1][1] = 2.into();
             }),
@@ -345,6 +346,14 @@ fn runs_are_judged_on_their_own_machines_and_profiled_degrees_only() {
         e.contains("stages of different data-parallel degrees [2, 1]: not supported yet"),
         "{e}"
     );
+    // The run's own node count must hold its plan.
+    let Outcome::Invalid(e) = outcome("too_few_nodes") else {
+        panic!("{:?}", outcome("too_few_nodes"))
+    };
+    assert!(
+        e.contains("N: 2 nodes of 4 GH-96 hold 8 GPUs, but the plan uses 16"),
+        "{e}"
+    );
     let Outcome::Unsupported(e) = outcome("mixed_tp") else {
         panic!("{:?}", outcome("mixed_tp"))
     };
@@ -396,6 +405,13 @@ fn plan_files_become_plans_and_bad_ones_name_the_field() {
         e.contains("red_grads") && e.contains("longer than the iteration"),
         "{e}"
     );
+    for n in ["0", "\"four\"", "2.5"] {
+        let e = bad("\"mbs\": 2", &format!("\"N\": {n}, \"mbs\": 2"));
+        assert_eq!(
+            e, "N: not a positive integer (the nodes the run used)",
+            "{n}"
+        );
+    }
     let none = SailorPlan::from_json(&PLAN.replace(", \"red_grads\": 0.25", "")).unwrap();
     assert_eq!(none.measured_grad_sync_ms, None, "optional");
     assert_eq!(sp.node_sizes, [4]);

@@ -231,7 +231,12 @@ impl SailorPlan {
             measured_iteration_ms,
             measured_peak_memory: measured("max_mem", false)?,
             measured_grad_sync_ms,
-            nodes: doc.get("N").and_then(Value::as_u64).map(|v| v as u32),
+            nodes: match doc.get("N") {
+                None | Some(Value::Null) => None,
+                n => Some(positive(n).ok_or_else(|| {
+                    field("N", "not a positive integer (the nodes the run used)")
+                })?),
+            },
             pipelines: pipes.len(),
             gpu_types,
             node_sizes,

@@ -247,14 +247,24 @@ fn outcome(
         gpus_per_node: sp.node_sizes.first().copied(),
     };
     let nodes = match sp.nodes {
-        Some(n) if n > 0 => n,
-        _ => {
+        Some(n) => n,
+        None => {
             let one = super::import_file(config, Some(&files.root), &probe, None)?;
             used.div_ceil(one.cluster.gpus.max(1))
         }
     };
     let sel = Selection { nodes, ..probe };
     let instance = super::import_file(config, Some(&files.root), &sel, None)?;
+    if used > instance.cluster.gpus {
+        return Err(InputError::field(
+            "N",
+            format!(
+                "{nodes} nodes of {} {gpu_type} hold {} GPUs, but the plan uses {used}",
+                instance.cluster.gpus / nodes,
+                instance.cluster.gpus
+            ),
+        ));
+    }
     let profiled = files.profiled_degrees(&model, &gpu_type, sp.micro_batch)?;
     sp.check_degrees(
         &profiled,
