@@ -288,6 +288,9 @@ fn runs_are_judged_on_their_own_machines_and_profiled_degrees_only() {
                 pipeline["tmp_per_stage"][1].as_array_mut().unwrap().pop();
             }),
             ("too_few_nodes", |p| p["N"] = 2.into()),
+            ("unprofiled_gpu", |p| {
+                replicas(p).for_each(|r| r[0][0][0] = "H100-80".into())
+            }),
             ("mixed_tp", |p| {
                 p["pipeline_list"][0]["tmp_per_stage"][1][1][1] = 2.into();
             }),
@@ -352,6 +355,14 @@ fn runs_are_judged_on_their_own_machines_and_profiled_degrees_only() {
     };
     assert!(
         e.contains("N: 2 nodes of 4 GH-96 hold 8 GPUs, but the plan uses 16"),
+        "{e}"
+    );
+    // A GPU type the profile lacks is named in the profile, not in the training config.
+    let Outcome::Invalid(e) = outcome("unprofiled_gpu") else {
+        panic!("{:?}", outcome("unprofiled_gpu"))
+    };
+    assert!(
+        e.starts_with("profiles_tmp.json.OPT-350.H100-80: OPT-350 is not profiled on H100-80"),
         "{e}"
     );
     let Outcome::Unsupported(e) = outcome("mixed_tp") else {

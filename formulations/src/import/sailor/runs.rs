@@ -238,6 +238,13 @@ fn outcome(
         )
     })?;
     let gpu_type = sp.gpu_types.first().cloned().unwrap_or_default();
+    // The run's GPU type, micro-batch and degrees against the profile first: its errors name
+    // the profile's field, not the training config the import reads it through.
+    let profiled = files.profiled_degrees(&model, &gpu_type, sp.micro_batch)?;
+    sp.check_degrees(
+        &profiled,
+        &format!("profiles_tmp.json.{model}.{gpu_type}.{}", sp.micro_batch),
+    )?;
     let used: u32 = sp.stages.iter().map(|s| s.dp * s.tp).sum();
     // Nodes: the run's `N`, else enough for its GPUs (the instance's GPUs per node decide).
     let probe = Selection {
@@ -265,11 +272,6 @@ fn outcome(
             ),
         ));
     }
-    let profiled = files.profiled_degrees(&model, &gpu_type, sp.micro_batch)?;
-    sp.check_degrees(
-        &profiled,
-        &format!("profiles_tmp.json.{model}.{gpu_type}.{}", sp.micro_batch),
-    )?;
     let repaired = if opts.repair_layers {
         sp.repair_layers(instance.model.layers.len())
     } else {
