@@ -11,8 +11,9 @@
 //! prediction depends on is fitted to that run alone, and [`Fit::single_run`] names both. Each
 //! fit minimises a robust (soft-L1) loss of the relative errors,
 //! `sum 2 (sqrt(1 + (e / 5%)^2) - 1)`, so that one anomalous run cannot drag the constants, with
-//! argmin's Nelder-Mead from a fixed set of starts (the best result wins: deterministic). Leave-one-out cross-validation refits without each run
-//! and scores that run, so a fit that only memorises shows.
+//! argmin's Nelder-Mead from a fixed set of starts (the best result wins: deterministic).
+//! Leave-one-out cross-validation refits without each run and scores that run, so a fit that
+//! only memorises shows.
 
 use argmin::core::{CostFunction, Error, Executor, State};
 use argmin::solver::neldermead::NelderMead;

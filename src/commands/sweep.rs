@@ -13,7 +13,6 @@ use pipeplan_bench::sweep::plan::{self, absolute, Input, RunSpec, SweepSpec};
 use pipeplan_bench::sweep::shard::Shard;
 use pipeplan_bench::sweep::store::Store;
 use pipeplan_bench::sweep::{diff, merge, slurm, SweepError};
-use std::path::Path;
 use std::time::Instant;
 
 impl From<SweepError> for Failure {
@@ -48,13 +47,8 @@ fn spec(a: &SweepArgs) -> SweepSpec {
 /// checked (suites against their manifests) before anything runs or is written.
 fn planned(a: &SweepArgs) -> Result<(Vec<Input>, Vec<RunSpec>), Failure> {
     let mut inputs = plan::read_inputs(&a.inputs)?;
-    if let Some(cal) = a.calibration.read()? {
+    if let (Some(cal), Some(file)) = (a.calibration.read()?, &a.calibration.calibration) {
         // Named for the calibration too, so that reports tell the two apart.
-        let file = a
-            .calibration
-            .calibration
-            .as_deref()
-            .unwrap_or(Path::new(""));
         let label = file
             .file_stem()
             .unwrap_or(file.as_os_str())
