@@ -90,6 +90,24 @@ fn accuracy_judges_every_valid_run_and_names_the_rest() {
         "--csv",
     ]));
     assert_eq!(csv.lines().count(), 1 + 19 + 12);
+    // Nothing to fit to: calibrate says why each run was left out.
+    let mit = root.join("Planner/simulations/validation/mit");
+    let tmp = tempfile::tempdir().unwrap();
+    let fit = tmp.path().join("cal.json");
+    let out = pipeplan(&[
+        "calibrate",
+        &mit.display().to_string(),
+        "-o",
+        &fit.display().to_string(),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let e = stderr(&out);
+    assert!(
+        e.contains("0 judged run(s) of 8: fitting and cross-validating needs at least 2")
+            && e.contains("mit/N2/plan_config_N2_D1.json: unsupported: GPUs of several types"),
+        "{e}"
+    );
+    assert!(!fit.exists());
 }
 
 #[test]

@@ -21,6 +21,13 @@ struct NotJudged {
     reason: String,
 }
 
+impl NotJudged {
+    /// The run, its status and the reason, indented, as the reports list it.
+    fn line(&self) -> String {
+        format!("  {}: {}: {}", self.name, self.status, self.reason)
+    }
+}
+
 /// A run judged after `--repair-layers` mended its plan, and what was mended.
 #[derive(Debug, Serialize)]
 struct Repaired {
@@ -165,7 +172,8 @@ fn not_judged_text(not: &[NotJudged]) -> String {
     if !not.is_empty() {
         out.push_str("\nnot judged (left out of the summary):\n");
         for n in not {
-            out.push_str(&format!("  {}: {}: {}\n", n.name, n.status, n.reason));
+            out.push_str(&n.line());
+            out.push('\n');
         }
     }
     out
@@ -343,6 +351,18 @@ pub fn calibrate(a: CalibrateArgs) -> Result<(), Failure> {
     let options = pipeplan_solvers::calibrate::Options {
         p2p_overlap: a.p2p_overlap,
     };
+    if ready.len() < 2 && !not.is_empty() {
+        // Say why the others cannot be fitted to, as `accuracy` would.
+        return Err(Failure::input(format!(
+            "calibrate: {} judged run(s) of {}: fitting and cross-validating needs at least 2; \
+             not judged:{}",
+            ready.len(),
+            ready.len() + not.len(),
+            not.iter()
+                .map(|n| format!("\n{}", n.line()))
+                .collect::<String>()
+        )));
+    }
     let fit = pipeplan_solvers::calibrate::fit(&ready, &options)?;
     let rows = |label: &str, scores: &[Score]| -> Summary {
         let all = summarize(scores).pop().expect("an `all` row");
