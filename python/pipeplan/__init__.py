@@ -44,6 +44,7 @@ __all__ = [
     "solve",
     "evaluate",
     "compare",
+    "accuracy",
     "PipeplanError",
     "InstanceError",
     "UnsupportedError",
@@ -447,6 +448,17 @@ def evaluate(
     return json.loads(data)
 
 
+def _frame(records: List[Dict[str, Any]]) -> Any:
+    """``records`` as a ``pandas.DataFrame`` with their keys as columns, in order; without pandas,
+    the list itself."""
+    try:
+        import pandas as pd
+    except ImportError:
+        return records
+    columns = list(records[0].keys()) if records else None
+    return pd.DataFrame.from_records(records, columns=columns)
+
+
 def _names(algos: Union[str, Iterable[str], None]) -> Optional[List[str]]:
     if algos is None:
         return None
@@ -489,13 +501,7 @@ def compare(
         insts, _names(algos), time_limit, seed, stages, _settings(settings)
     )
     records = json.loads(records_json)
-    try:
-        import pandas as pd
-    except ImportError:
-        frame: Any = records
-    else:
-        columns = list(records[0].keys()) if records else None
-        frame = pd.DataFrame.from_records(records, columns=columns)
+    frame = _frame(records)
     if not solutions:
         return frame
     by_name = {}
@@ -507,3 +513,36 @@ def compare(
         owner = by_name.get(sol["instance"]) if sol is not None else None
         sols.append(None if sol is None else Solution(sol, record, owner))
     return frame, sols
+
+
+def accuracy(
+    paths: Union[PathLike, Sequence[PathLike]],
+    *,
+    calibration: Optional[PathLike] = None,
+    sailor_root: Optional[PathLike] = None,
+    model: Optional[str] = None,
+    repair_layers: bool = False,
+) -> Any:
+    """The neutral evaluator against training runs measured on real GPUs (``pipeplan accuracy
+    --csv``): Sailor's ``plan_config_*.json`` files under the folders (or given directly).
+
+    Returns a ``pandas.DataFrame`` with one row per run and exactly the columns of ``accuracy
+    --csv``: ``status`` is ``judged`` (with predicted and measured iteration time, peak memory
+    and gradient reduction, and the signed relative errors), ``unsupported`` or ``invalid``
+    (with the ``reason``). Without pandas, a list of dicts with the same keys. ``calibration``
+    is a file of ``pipeplan calibrate``; ``sailor_root``, ``model`` and ``repair_layers`` are the
+    CLI's ``--sailor-root``, ``--model`` and ``--repair-layers``. Raises :class:`InstanceError`
+    when a folder holds no run or cannot be read, or for a bad calibration file.
+    """
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    records = json.loads(
+        _native.accuracy(
+            [os.fspath(p) for p in paths],
+            None if calibration is None else os.fspath(calibration),
+            None if sailor_root is None else os.fspath(sailor_root),
+            model,
+            repair_layers,
+        )
+    )
+    return _frame(records)

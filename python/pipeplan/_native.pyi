@@ -108,3 +108,12 @@ def import_profile(
     micro_batches: Optional[int],
     optimizer_state_factor: Optional[float],
 ) -> Tuple[Instance, Optional[str]]: ...
+
+def accuracy(
+    paths: List[str],
+    calibration: Optional[str],
+    sailor_root: Optional[str],
+    model: Optional[str],
+    repair_layers: bool,
+) -> str:
+    """The records of `pipeplan accuracy --csv`, as JSON."""

@@ -8,10 +8,12 @@
 //! `KeyboardInterrupt`. A panic of the worker becomes `pipeplan.SolverError`; nothing panics
 //! across the boundary.
 
-use pipeplan_formulations::calibration::CalibrationFile;
+use pipeplan_formulations::calibration::{Calibration, CalibrationFile};
 use pipeplan_formulations::evaluate::evaluate as judge;
 use pipeplan_formulations::generate::{self, Device, GenerateOptions, Optimizer};
 use pipeplan_formulations::import::request::unemulated_arguments;
+use pipeplan_formulations::import::sailor::report::gather;
+use pipeplan_formulations::import::sailor::runs::RunOptions;
 use pipeplan_formulations::import::{ClusterSpec, ImportRequest, Source};
 use pipeplan_formulations::instance::{Precision, ScheduleKind};
 use pipeplan_formulations::{InputError, Instance, Plan};
@@ -377,6 +379,36 @@ fn plan_svg(
         .map_err(|e| error(py, "InstanceError", e))
 }
 
+/// Every measured run (Sailor plan files) under `paths` judged by the evaluator, under the
+/// calibration file when given (as `pipeplan accuracy --csv`); returns the records' JSON.
+#[pyfunction]
+#[pyo3(signature = (paths, calibration, sailor_root, model, repair_layers))]
+fn accuracy(
+    py: Python<'_>,
+    paths: Vec<PathBuf>,
+    calibration: Option<PathBuf>,
+    sailor_root: Option<PathBuf>,
+    model: Option<String>,
+    repair_layers: bool,
+) -> PyResult<String> {
+    let cal = match calibration {
+        Some(p) => {
+            CalibrationFile::from_path(&p)
+                .map_err(|e| input_error(py, &e))?
+                .constants
+        }
+        None => Calibration::IDENTITY,
+    };
+    let opts = RunOptions {
+        root: sailor_root,
+        model,
+        repair_layers,
+    };
+    let gathered = gather(&paths, &opts).map_err(|e| input_error(py, &e))?;
+    let scores = gathered.scores(&cal).map_err(|e| input_error(py, &e))?;
+    Ok(json(&gathered.records(&scores)))
+}
+
 /// Every algorithm: name, family, exact, description (as `pipeplan algorithms --json`).
 #[pyfunction]
 fn algorithms() -> String {
@@ -575,6 +607,7 @@ fn native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(solve, m)?)?;
     m.add_function(wrap_pyfunction!(compare, m)?)?;
     m.add_function(wrap_pyfunction!(evaluate, m)?)?;
+    m.add_function(wrap_pyfunction!(accuracy, m)?)?;
     m.add_function(wrap_pyfunction!(plan_svg, m)?)?;
     m.add_function(wrap_pyfunction!(algorithms, m)?)?;
     m.add_function(wrap_pyfunction!(settings, m)?)?;

@@ -1,4 +1,5 @@
-"""Shared fixtures: the repository's shipped instances and the CLI binary to compare against."""
+"""Shared fixtures: the repository's shipped instances, the CLI binary to compare against, and
+the peers folder's Sailor checkout."""
 
 import os
 import shutil
@@ -36,3 +37,21 @@ def cli():
         return out
 
     return run
+
+
+@pytest.fixture(scope="session")
+def sailor_root():
+    """The Sailor checkout of the peers folder (``$PIPEPLAN_PEERS``, else ``shared/peers`` beside
+    the repository), as the Rust tests find it. Tests needing it are skipped without it, each
+    with a ``SKIPPED`` line in the summary."""
+    peers = Path(os.environ.get("PIPEPLAN_PEERS") or ROOT.parent / "shared" / "peers")
+    root = peers / "sailor" / "sailor"
+    if not root.is_dir():
+        pytest.skip(f"Sailor measured runs: {root} not found (set PIPEPLAN_PEERS)")
+    return root
+
+
+def pytest_configure(config):
+    """Skipped tests are listed with their reason (``-rs``), as the Rust tests print theirs."""
+    if "s" not in config.option.reportchars:
+        config.option.reportchars += "s"

@@ -287,3 +287,22 @@ def test_a_calibration_file_changes_what_is_planned_and_judged(cli, tmp_path):
     bad.write_text("{}")
     with pytest.raises(pipeplan.InstanceError, match="bad.json"):
         pipeplan.solve(inst, "uniform", calibration=bad)
+
+
+def test_accuracy_lists_the_clis_records(cli, sailor_root, tmp_path):
+    runs = sailor_root / "Planner" / "simulations" / "validation"
+    calibration = ROOT / "calibrations" / "clariden-gh200.json"
+    frame = pipeplan.accuracy(runs, calibration=calibration)
+    out = cli("accuracy", runs, "--calibration", calibration, "--csv").stdout
+    expected = list(csv.DictReader(io.StringIO(out)))
+    assert list(frame.columns) == list(expected[0].keys())
+    rows = frame.to_dict("records")
+    assert [(r["name"], r["status"]) for r in rows] == [(r["name"], r["status"]) for r in expected]
+    judged = [(r, e) for r, e in zip(rows, expected) if r["status"] == "judged"]
+    assert len(judged) == 19
+    for r, e in judged:
+        for key in ("time_error", "memory_error", "predicted_iteration_ms"):
+            assert r[key] == pytest.approx(float(e[key]), rel=1e-12), (r["name"], key)
+    assert any(r["status"] == "unsupported" and "heterogeneous" in r["reason"] for r in rows)
+    with pytest.raises(pipeplan.InstanceError, match="no measured run"):
+        pipeplan.accuracy(tmp_path)

@@ -5,43 +5,11 @@ use crate::cli::{AccuracyArgs, CalibrateArgs, RunsArgs};
 use crate::report;
 use crate::table::Table;
 use pipeplan_formulations::calibration::{Calibration, CalibrationFile};
-use pipeplan_formulations::evaluate::accuracy::{
-    median_abs, summarize, worst_abs, Measured, Score, Summary,
-};
-use pipeplan_formulations::import::sailor::runs::{collect, Outcome, Run, RunOptions};
+use pipeplan_formulations::evaluate::accuracy::{median_abs, summarize, worst_abs, Score, Summary};
+use pipeplan_formulations::import::sailor::report::{Gathered, NotJudged, Repaired};
+use pipeplan_formulations::import::sailor::runs::RunOptions;
 use pipeplan_formulations::units::{fmt_bytes, fmt_ms};
 use serde::Serialize;
-
-/// A run that was not judged, and why.
-#[derive(Debug, Serialize)]
-struct NotJudged {
-    name: String,
-    dataset: String,
-    status: &'static str,
-    reason: String,
-}
-
-impl NotJudged {
-    /// The run, its status and the reason, indented, as the reports list it.
-    fn line(&self) -> String {
-        format!("  {}: {}: {}", self.name, self.status, self.reason)
-    }
-}
-
-/// A run judged after `--repair-layers` mended its plan, and what was mended.
-#[derive(Debug, Serialize)]
-struct Repaired {
-    name: String,
-    dataset: String,
-    repair: String,
-}
-
-/// The runs under the folders: judged (with those among them that were mended) and not.
-struct Gathered {
-    ready: Vec<Measured>,
-    not: Vec<NotJudged>,
-    repaired: Vec<Repaired>,
-}
 
 fn gather(a: &RunsArgs) -> Result<Gathered, Failure> {
     let opts = RunOptions {
@@ -49,49 +17,9 @@ fn gather(a: &RunsArgs) -> Result<Gathered, Failure> {
         model: a.model.clone(),
         repair_layers: a.repair_layers,
     };
-    let runs: Vec<Run> = collect(&a.dirs, &opts)?;
-    if runs.is_empty() {
-        return Err(Failure::input(format!(
-            "no measured run (plan_config*.json) under {}",
-            a.dirs
-                .iter()
-                .map(|d| d.display().to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
-        )));
-    }
-    let mut ready = Vec::new();
-    let mut not = Vec::new();
-    let mut repaired = Vec::new();
-    for r in runs {
-        if let (Some(repair), Outcome::Ready(_)) = (&r.repaired, &r.outcome) {
-            repaired.push(Repaired {
-                name: r.name.clone(),
-                dataset: r.dataset.clone(),
-                repair: repair.clone(),
-            });
-        }
-        match r.outcome {
-            Outcome::Ready(m) => ready.push(*m),
-            Outcome::Unsupported(reason) => not.push(NotJudged {
-                name: r.name,
-                dataset: r.dataset,
-                status: "unsupported",
-                reason,
-            }),
-            Outcome::Invalid(reason) => not.push(NotJudged {
-                name: r.name,
-                dataset: r.dataset,
-                status: "invalid",
-                reason,
-            }),
-        }
-    }
-    Ok(Gathered {
-        ready,
-        not,
-        repaired,
-    })
+    Ok(pipeplan_formulations::import::sailor::report::gather(
+        &a.dirs, &opts,
+    )?)
 }
 
 fn pct(e: f64) -> String {
@@ -193,15 +121,9 @@ fn repaired_text(repaired: &[Repaired]) -> String {
 /// `pipeplan accuracy`.
 pub fn accuracy(a: AccuracyArgs) -> Result<(), Failure> {
     let cal = a.calibration.read()?.unwrap_or(Calibration::IDENTITY);
-    let Gathered {
-        ready,
-        not,
-        repaired,
-    } = gather(&a.runs)?;
-    let scores: Vec<Score> = ready
-        .iter()
-        .map(|m| m.score(&cal))
-        .collect::<Result<_, _>>()?;
+    let gathered = gather(&a.runs)?;
+    let scores = gathered.scores(&cal)?;
+    let Gathered { not, repaired, .. } = &gathered;
     let summary = summarize(&scores);
     let text = match a.out.format() {
         Format::Json => {
@@ -217,64 +139,13 @@ pub fn accuracy(a: AccuracyArgs) -> Result<(), Failure> {
             report::json(&Out {
                 calibration: &cal,
                 runs: &scores,
-                not_judged: &not,
-                repaired: &repaired,
+                not_judged: not,
+                repaired,
                 summary: &summary,
             })
         }
         Format::Csv => {
-            #[derive(Serialize)]
-            struct Row<'a> {
-                name: &'a str,
-                dataset: &'a str,
-                status: &'a str,
-                predicted_iteration_ms: Option<f64>,
-                measured_iteration_ms: Option<f64>,
-                time_error: Option<f64>,
-                predicted_peak_memory: Option<f64>,
-                measured_peak_memory: Option<f64>,
-                memory_error: Option<f64>,
-                predicted_grad_sync_ms: Option<f64>,
-                measured_grad_sync_ms: Option<f64>,
-                reason: &'a str,
-                repair: &'a str,
-            }
-            let mut rows: Vec<Row> = scores
-                .iter()
-                .map(|s| Row {
-                    name: &s.name,
-                    dataset: &s.dataset,
-                    status: "judged",
-                    predicted_iteration_ms: Some(s.predicted_iteration_ms),
-                    measured_iteration_ms: Some(s.measured_iteration_ms),
-                    time_error: Some(s.time_error),
-                    predicted_peak_memory: Some(s.predicted_peak_memory),
-                    measured_peak_memory: Some(s.measured_peak_memory),
-                    memory_error: Some(s.memory_error),
-                    predicted_grad_sync_ms: Some(s.predicted_grad_sync_ms),
-                    measured_grad_sync_ms: s.measured_grad_sync_ms,
-                    reason: "",
-                    repair: repaired
-                        .iter()
-                        .find(|r| r.name == s.name)
-                        .map_or("", |r| &r.repair),
-                })
-                .collect();
-            rows.extend(not.iter().map(|n| Row {
-                name: &n.name,
-                dataset: &n.dataset,
-                status: n.status,
-                predicted_iteration_ms: None,
-                measured_iteration_ms: None,
-                time_error: None,
-                predicted_peak_memory: None,
-                measured_peak_memory: None,
-                memory_error: None,
-                predicted_grad_sync_ms: None,
-                measured_grad_sync_ms: None,
-                reason: &n.reason,
-                repair: "",
-            }));
+            let rows = gathered.records(&scores);
             report::csv(&rows)
         }
         Format::Table => {
@@ -294,8 +165,8 @@ pub fn accuracy(a: AccuracyArgs) -> Result<(), Failure> {
             if !scores.is_empty() {
                 out.push_str(&scores_table(&scores));
             }
-            out.push_str(&repaired_text(&repaired));
-            out.push_str(&not_judged_text(&not));
+            out.push_str(&repaired_text(repaired));
+            out.push_str(&not_judged_text(not));
             if summary.is_empty() {
                 out.push_str("\nno run judged: no error to summarise\n");
             } else {

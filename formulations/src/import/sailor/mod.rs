@@ -22,6 +22,7 @@
 //! of dividing by the degree.
 
 pub mod plan;
+pub mod report;
 pub mod runs;
 
 use crate::error::InputError;
