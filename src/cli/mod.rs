@@ -317,8 +317,9 @@ pub struct RunsArgs {
     /// one above each run).
     #[arg(long)]
     pub sailor_root: Option<PathBuf>,
-    /// The model of every run, as its training config names it (default: the folder on the
-    /// run's path that starts a model's name, e.g. `GPT-NEO` for `GPT-Neo-2.7`).
+    /// The model of every run, as its training config names it (default: the nearest folder on
+    /// the run's path that starts one model's name or that the name starts, e.g. `GPT-NEO` for
+    /// `GPT-Neo-2.7`, `OPT-350M` for `OPT-350`).
     #[arg(long)]
     pub model: Option<String>,
     /// Mend a plan whose stages list one layer twice in place of the one missing (a typo such

@@ -1,8 +1,9 @@
 //! Sailor's measured runs under folders: each plan file with its instance, ready to be judged.
 //!
 //! A run's model is named by a folder on its path (`.../GPT-NEO/N8/plan_config_N8_D2.json` is
-//! a run of the `GPT-Neo-2.7` training config: a folder name, letters and digits only, that
-//! starts the model's name), unless the caller names it. The checkout is the nearest folder
+//! a run of the `GPT-Neo-2.7` training config: a folder name, letters and digits only and
+//! lower-cased, that starts the model's name or that the model's name starts, as `OPT-350M`),
+//! unless the caller names it. The checkout is the nearest folder
 //! above the run with `Planner/llm_info.json`, unless the caller gives one.
 
 use super::plan::SailorPlan;
@@ -309,7 +310,14 @@ fn model_from_path<'a>(
         if d.is_empty() {
             continue;
         }
-        let hits: Vec<&String> = models.clone().filter(|m| norm(m).starts_with(&d)).collect();
+        // `GPT-NEO` for `GPT-Neo-2.7`, or `OPT-350M` for `OPT-350`.
+        let hits: Vec<&String> = models
+            .clone()
+            .filter(|m| {
+                let m = norm(m);
+                m.starts_with(&d) || d.starts_with(&m)
+            })
+            .collect();
         if let [m] = hits.as_slice() {
             return Ok((*m).clone());
         }
@@ -321,4 +329,28 @@ fn model_from_path<'a>(
             models.cloned().collect::<Vec<_>>().join(", ")
         ),
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_folder_names_the_model_it_starts_or_that_starts_it() {
+        let models = [
+            "GPT-Neo-2.7".to_string(),
+            "OPT-350".to_string(),
+            "OPT-30".to_string(),
+        ];
+        let model = |p: &str| model_from_path(Path::new(p), models.iter());
+        let named = |p: &str| model(p).unwrap();
+        assert_eq!(named("v/GPT-NEO/N8/plan_config_N8_D2.json"), "GPT-Neo-2.7");
+        assert_eq!(named("v/gpt_neo_2.7b/N8/plan.json"), "GPT-Neo-2.7");
+        assert_eq!(named("v/OPT-350M/N4/plan.json"), "OPT-350");
+        assert_eq!(named("v/opt-30b/N4/plan.json"), "OPT-30");
+        // `OPT` starts two models; the nearest folder that names one wins.
+        assert_eq!(named("OPT-350/OPT/plan.json"), "OPT-350");
+        let e = model("v/OPT/N4/plan.json").unwrap_err().to_string();
+        assert!(e.contains("no folder on the path names a model"), "{e}");
+    }
 }
