@@ -139,10 +139,15 @@ fn calibrate_then_accuracy_meets_the_cross_validated_goals() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("cal.json");
     let runs = gh200_runs(&root);
-    let out = pipeplan(&["calibrate", &runs, "-o", &file.display().to_string()]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    assert!(stdout(&out).contains("leave-one-out"), "{}", stdout(&out));
-    let cal: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    // `calibrate DIR -o cal.json`: what it prints, and the file it wrote.
+    let calibrate = |dir: &str| {
+        let out = pipeplan(&["calibrate", dir, "-o", &file.display().to_string()]);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        let cal: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+        (stdout(&out), cal)
+    };
+    let (text, cal) = calibrate(&runs);
+    assert!(text.contains("leave-one-out"), "{text}");
     assert_eq!(cal["format"], "pipeplan/calibration@2");
     // The 14 data-parallel runs' measured reductions fix the collective efficiency; the
     // evaluated reductions then come closer to them than the reference model's.
@@ -185,27 +190,18 @@ fn calibrate_then_accuracy_meets_the_cross_validated_goals() {
         std::fs::read_to_string(&shipped).unwrap(),
         "calibrations/clariden-gh200.json is stale"
     );
-    // Every constant is fitted here, to several runs; on OPT-350's one-stage runs without data parallelism,
-    // nothing depends on the link efficiencies, which keep their reference values.
+    // Every constant is fitted here, to several runs; on OPT-350's one-stage runs without data
+    // parallelism, nothing depends on the link efficiencies, which keep their reference values.
     assert!(cal["fit"].get("unconstrained").is_none(), "{}", cal["fit"]);
     assert!(cal["fit"].get("single_run").is_none(), "{}", cal["fit"]);
-    let one_stage = gh200_dir(&root).join("OPT-350/N1");
-    let out = pipeplan(&[
-        "calibrate",
-        one_stage.to_str().unwrap(),
-        "-o",
-        &file.display().to_string(),
-    ]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let (text, cal) = calibrate(gh200_run(&root, "OPT-350/N1").to_str().unwrap());
     assert!(
-        stdout(&out).contains(
+        text.contains(
             "not fitted, kept at the reference value (no run's prediction depends on it): \
              p2p_efficiency, collective_efficiency"
         ),
-        "{}",
-        stdout(&out)
+        "{text}"
     );
-    let cal: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
     assert_eq!(cal["constants"]["p2p_efficiency"], 1.0);
     assert_eq!(cal["constants"]["collective_efficiency"], 1.0);
     assert_eq!(
@@ -215,23 +211,15 @@ fn calibrate_then_accuracy_meets_the_cross_validated_goals() {
     assert!(cal["fit"].get("single_run").is_none(), "{}", cal["fit"]);
     // OPT-350's N2: one pipeline sends between stages, one run reduces gradients; each
     // efficiency rests on that one run, and is named with it.
-    let out = pipeplan(&[
-        "calibrate",
-        gh200_dir(&root).join("OPT-350/N2").to_str().unwrap(),
-        "-o",
-        &file.display().to_string(),
-    ]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let (text, cal) = calibrate(gh200_run(&root, "OPT-350/N2").to_str().unwrap());
     assert!(
-        stdout(&out).contains(
+        text.contains(
             "fitted to one run alone (the fold that leaves the run out keeps the reference \
              value): p2p_efficiency (OPT-350/N2/plan_config_N2_D1.json), collective_efficiency \
              (OPT-350/N2/plan_config_N2_D2.json)"
         ),
-        "{}",
-        stdout(&out)
+        "{text}"
     );
-    let cal: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
     assert_eq!(
         cal["fit"]["single_run"],
         serde_json::json!({

@@ -236,13 +236,18 @@ pub fn stage_cost(
     stage_cost_with(inst, chain, st, kind, cut_before, cut_after, extra)
 }
 
+/// Whether the stage splits its layers' weights over a tensor-parallel group, so that an instance
+/// may measure its layers at its degree: tp above 1 and not a Ulysses group (which splits the
+/// sequence, not the weights).
+pub fn splits_weights(st: &Stage) -> bool {
+    st.tp > 1 && !st.ulysses
+}
+
 /// The measurements of the stage's layers at its tensor-parallel degree, when the instance has
-/// them (`model.layers[i].tensor_parallel`); `None` for tp 1, a Ulysses group (it splits the
-/// sequence, not the weights) or a degree not measured, whose layers are divided by the degree.
+/// them (`model.layers[i].tensor_parallel`); `None` when the stage does not split its weights
+/// ([`splits_weights`]) or its degree is not measured: its layers are then divided by the degree.
 pub fn measured_degree<'a>(chain: &'a Chain, st: &Stage) -> Option<&'a MeasuredDegree> {
-    (st.tp > 1 && !st.ulysses)
-        .then(|| chain.measured(st.tp))
-        .flatten()
+    splits_weights(st).then(|| chain.measured(st.tp)).flatten()
 }
 
 /// Cost of one stage with the swap/recompute model: `extra` = the per-layer model and the idle

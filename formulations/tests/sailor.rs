@@ -308,6 +308,12 @@ fn runs_are_judged_on_their_own_machines_and_profiled_degrees_only() {
             .unwrap()
             .outcome
     };
+    let reason = |name: &str, unsupported: bool| match (outcome(name), unsupported) {
+        (Outcome::Unsupported(e), true) | (Outcome::Invalid(e), false) => e.as_str(),
+        (other, _) => panic!("{name}: {other:?}"),
+    };
+    let invalid = |name: &str| reason(name, false);
+    let unsupported = |name: &str| reason(name, true);
     let Outcome::Ready(as_run) = outcome("as_run") else {
         panic!("{:?}", outcome("as_run"))
     };
@@ -328,46 +334,34 @@ fn runs_are_judged_on_their_own_machines_and_profiled_degrees_only() {
         halves.instance.source
     );
     // GH-96 at micro-batch 1 is profiled at degrees 1, 2 and 4: tp 3 would be a guess.
-    let Outcome::Invalid(e) = outcome("tp_3") else {
-        panic!("{:?}", outcome("tp_3"))
-    };
+    let e = invalid("tp_3");
     assert!(
         e.contains("pipeline_list[0].tmp_per_stage[0]")
             && e.contains("tensor-parallel degree 3")
             && e.contains("profiles_tmp.json.OPT-350.GH-96.1: profiled degrees 1, 2, 4"),
         "{e}"
     );
-    let Outcome::Unsupported(e) = outcome("mixed_sizes") else {
-        panic!("{:?}", outcome("mixed_sizes"))
-    };
+    let e = unsupported("mixed_sizes");
     assert!(e.contains("machines of several sizes ([8, 4] GPUs)"), "{e}");
     // A well-formed plan pipeplan does not model: not supported, not invalid.
-    let Outcome::Unsupported(e) = outcome("mixed_dp") else {
-        panic!("{:?}", outcome("mixed_dp"))
-    };
+    let e = unsupported("mixed_dp");
     assert!(
         e.contains("stages of different data-parallel degrees [2, 1]: not supported yet"),
         "{e}"
     );
     // The run's own node count must hold its plan.
-    let Outcome::Invalid(e) = outcome("too_few_nodes") else {
-        panic!("{:?}", outcome("too_few_nodes"))
-    };
+    let e = invalid("too_few_nodes");
     assert!(
         e.contains("N: 2 nodes of 4 GH-96 hold 8 GPUs, but the plan uses 16"),
         "{e}"
     );
     // A GPU type the profile lacks is named in the profile, not in the training config.
-    let Outcome::Invalid(e) = outcome("unprofiled_gpu") else {
-        panic!("{:?}", outcome("unprofiled_gpu"))
-    };
+    let e = invalid("unprofiled_gpu");
     assert!(
         e.starts_with("profiles_tmp.json.OPT-350.H100-80: OPT-350 is not profiled on H100-80"),
         "{e}"
     );
-    let Outcome::Unsupported(e) = outcome("mixed_tp") else {
-        panic!("{:?}", outcome("mixed_tp"))
-    };
+    let e = unsupported("mixed_tp");
     assert!(
         e.contains("replicas of stage 1 at different tensor-parallel degrees [4, 2]"),
         "{e}"

@@ -74,7 +74,7 @@ def _instance(x: InstanceLike) -> Instance:
 
 
 def _calibrated(inst: Instance, calibration: Optional[PathLike]) -> Instance:
-    """``inst`` under the calibration file's constants (``--calibration FILE``), if one is given."""
+    """``inst`` under the calibration file's constants (``--calibration FILE``), if given."""
     return inst if calibration is None else inst.calibrated(calibration)
 
 
@@ -489,10 +489,11 @@ def compare(
     ``None`` where there is none.
 
     ``calibration``: a file of ``pipeplan calibrate``; every instance is solved and judged under
-    its constants. ``algos`` defaults to every algorithm (those that do not support an instance get a row that
-    says why). Unlike the CLI, no exception is raised when no algorithm produced a plan: the
-    rows say why. Solves run in parallel without the GIL; Ctrl-C stops them (running solves stop
-    as at their time limit, pending ones are not started) and raises ``KeyboardInterrupt``.
+    its constants. ``algos`` defaults to every algorithm (those that do not support an instance
+    get a row that says why). Unlike the CLI, no exception is raised when no algorithm produced a
+    plan: the rows say why. Solves run in parallel without the GIL; Ctrl-C stops them (running
+    solves stop as at their time limit, pending ones are not started) and raises
+    ``KeyboardInterrupt``.
     """
     if isinstance(instances, (Instance, str, os.PathLike, Mapping)):
         instances = [instances]

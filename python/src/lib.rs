@@ -121,6 +121,14 @@ fn wait_interruptibly<T: Send>(
     })
 }
 
+/// The constants of a calibration file (written by `pipeplan calibrate`); a bad file is an
+/// `InstanceError` naming it.
+fn calibration_file(py: Python<'_>, path: &std::path::Path) -> PyResult<Calibration> {
+    CalibrationFile::from_path(path)
+        .map(|f| f.constants)
+        .map_err(|e| input_error(py, &e))
+}
+
 /// A pipeplan instance (format `pipeplan/instance@1`): a layer chain, a cluster and training
 /// settings. Always valid: every constructor validates, and instances are immutable.
 #[pyclass(module = "pipeplan", name = "Instance", frozen)]
@@ -156,9 +164,8 @@ impl PyInstance {
     /// The same instance under the constants of a calibration file (written by `pipeplan
     /// calibrate`, `docs/calibration.md`): algorithms plan, and the evaluator judges, with them.
     fn calibrated(&self, py: Python<'_>, path: PathBuf) -> PyResult<PyInstance> {
-        let file = CalibrationFile::from_path(&path).map_err(|e| input_error(py, &e))?;
         Ok(PyInstance {
-            inner: self.inner.calibrated(&file.constants),
+            inner: self.inner.calibrated(&calibration_file(py, &path)?),
         })
     }
 
@@ -392,11 +399,7 @@ fn accuracy(
     repair_layers: bool,
 ) -> PyResult<String> {
     let cal = match calibration {
-        Some(p) => {
-            CalibrationFile::from_path(&p)
-                .map_err(|e| input_error(py, &e))?
-                .constants
-        }
+        Some(p) => calibration_file(py, &p)?,
         None => Calibration::IDENTITY,
     };
     let opts = RunOptions {

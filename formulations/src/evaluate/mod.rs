@@ -12,7 +12,7 @@
 //!
 //! Communications between stages count as resources of the pipeline, as in MadPipe.
 
-use crate::cost::{cut_costs, measured_degree, stage_costs, StageCost};
+use crate::cost::{cut_costs, measured_degree, splits_weights, stage_costs, StageCost};
 use crate::error::InputError;
 use crate::instance::{Chain, Instance, ScheduleKind};
 use crate::one_f_one_b_star::{one_f_one_b_star, Resource};
@@ -268,7 +268,7 @@ fn unmeasured_degrees(chain: &Chain, plan: &Plan) -> Option<String> {
         .stages
         .iter()
         .enumerate()
-        .filter(|(_, st)| st.tp > 1 && !st.ulysses && measured_degree(chain, st).is_none())
+        .filter(|(_, st)| splits_weights(st) && measured_degree(chain, st).is_none())
         .map(|(s, st)| format!("{s} (tp {})", st.tp))
         .collect();
     if stages.is_empty() {

@@ -247,32 +247,31 @@ fn outcome(
         &format!("profiles_tmp.json.{model}.{gpu_type}.{}", sp.micro_batch),
     )?;
     let used: u32 = sp.stages.iter().map(|s| s.dp * s.tp).sum();
-    // Nodes: the run's `N`, else enough for its GPUs (the instance's GPUs per node decide).
+    // Nodes: the run's `N`, else enough for its GPUs.
     let probe = Selection {
         gpu_type: gpu_type.clone(),
         nodes: 1,
         micro_batch: sp.micro_batch,
         gpus_per_node: sp.node_sizes.first().copied(),
     };
-    let nodes = match sp.nodes {
-        Some(n) => n,
-        None => {
-            let one = super::import_file(config, Some(&files.root), &probe, None)?;
-            used.div_ceil(one.cluster.gpus.max(1))
-        }
+    // The node size: the plan's machines', else the checkout's (a one-node import tells).
+    let node_size = match probe.gpus_per_node {
+        Some(g) => g,
+        None => super::import_file(config, Some(&files.root), &probe, None)?
+            .cluster
+            .gpus
+            .max(1),
     };
-    let sel = Selection { nodes, ..probe };
-    let instance = super::import_file(config, Some(&files.root), &sel, None)?;
-    if used > instance.cluster.gpus {
+    let nodes = sp.nodes.unwrap_or_else(|| used.div_ceil(node_size));
+    let held = u64::from(nodes) * u64::from(node_size);
+    if u64::from(used) > held {
         return Err(InputError::field(
             "N",
-            format!(
-                "{nodes} nodes of {} {gpu_type} hold {} GPUs, but the plan uses {used}",
-                instance.cluster.gpus / nodes,
-                instance.cluster.gpus
-            ),
+            format!("{nodes} nodes of {node_size} {gpu_type} hold {held} GPUs, but the plan uses {used}"),
         ));
     }
+    let sel = Selection { nodes, ..probe };
+    let instance = super::import_file(config, Some(&files.root), &sel, None)?;
     let repaired = if opts.repair_layers {
         sp.repair_layers(instance.model.layers.len())
     } else {
