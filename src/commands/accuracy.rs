@@ -4,11 +4,14 @@ use super::{write_or_print, Failure, Format};
 use crate::cli::{AccuracyArgs, CalibrateArgs, RunsArgs};
 use crate::report;
 use crate::table::Table;
-use pipeplan_formulations::calibration::{Calibration, CalibrationFile};
-use pipeplan_formulations::evaluate::accuracy::{median_abs, summarize, worst_abs, Score, Summary};
+use pipeplan_formulations::calibration::Calibration;
+use pipeplan_formulations::evaluate::accuracy::{
+    summarize, sync_summary, Score, Summary, SyncSummary,
+};
 use pipeplan_formulations::import::sailor::report::{Gathered, NotJudged, Repaired};
 use pipeplan_formulations::import::sailor::runs::RunOptions;
 use pipeplan_formulations::units::{fmt_bytes, fmt_ms};
+use pipeplan_solvers::calibrate::Calibrated;
 use serde::Serialize;
 
 fn gather(a: &RunsArgs) -> Result<Gathered, Failure> {
@@ -184,26 +187,6 @@ pub fn accuracy(a: AccuracyArgs) -> Result<(), Failure> {
     write_or_print(None, &text)
 }
 
-/// Median and worst absolute relative error of the evaluated gradient reduction, over the runs
-/// that measured one with data parallelism.
-#[derive(Debug, Serialize)]
-struct SyncSummary {
-    label: String,
-    runs: usize,
-    median: f64,
-    worst: f64,
-}
-
-fn sync_summary(label: &str, scores: &[Score]) -> SyncSummary {
-    let errors: Vec<f64> = scores.iter().filter_map(Score::grad_sync_error).collect();
-    SyncSummary {
-        label: label.to_string(),
-        runs: errors.len(),
-        median: median_abs(&errors),
-        worst: worst_abs(&errors),
-    }
-}
-
 fn sync_table(rows: &[SyncSummary]) -> String {
     error_table(
         &["gradient reduction", "runs", "median", "worst"],
@@ -214,88 +197,21 @@ fn sync_table(rows: &[SyncSummary]) -> String {
 
 /// `pipeplan calibrate`.
 pub fn calibrate(a: CalibrateArgs) -> Result<(), Failure> {
+    let gathered = gather(&a.runs)?;
+    let options = pipeplan_solvers::calibrate::Options {
+        p2p_overlap: a.p2p_overlap,
+    };
+    let Calibrated {
+        fit,
+        summary,
+        sync,
+        file,
+    } = pipeplan_solvers::calibrate::calibrate(&gathered, &options)?;
     let Gathered {
         ready,
         not,
         repaired,
-    } = gather(&a.runs)?;
-    let options = pipeplan_solvers::calibrate::Options {
-        p2p_overlap: a.p2p_overlap,
-    };
-    if ready.len() < 2 && !not.is_empty() {
-        // Say why the others cannot be fitted to, as `accuracy` would.
-        return Err(Failure::input(format!(
-            "calibrate: {} judged run(s) of {}: fitting and cross-validating needs at least 2; \
-             not judged:{}",
-            ready.len(),
-            ready.len() + not.len(),
-            not.iter()
-                .map(|n| format!("\n{}", n.line()))
-                .collect::<String>()
-        )));
-    }
-    let fit = pipeplan_solvers::calibrate::fit(&ready, &options)?;
-    let rows = |label: &str, scores: &[Score]| -> Summary {
-        let all = summarize(scores).pop().expect("an `all` row");
-        Summary {
-            dataset: label.to_string(),
-            ..all
-        }
-    };
-    let table = [
-        rows("before (reference model)", &fit.before),
-        rows("after (in-sample)", &fit.after),
-        rows("after, leave-one-out", &fit.cross_validated),
-    ];
-    let per_run: Vec<serde_json::Value> = fit
-        .cross_validated
-        .iter()
-        .zip(&fit.after)
-        .map(|(cv, after)| {
-            serde_json::json!({
-                "name": cv.name,
-                "dataset": cv.dataset,
-                "time_error": after.time_error,
-                "memory_error": after.memory_error,
-                "time_error_left_out": cv.time_error,
-                "memory_error_left_out": cv.memory_error,
-                "grad_sync_ms": after.predicted_grad_sync_ms,
-                "grad_sync_ms_measured": after.measured_grad_sync_ms,
-            })
-        })
-        .collect();
-    let sync = [
-        sync_summary("before (reference model)", &fit.before),
-        sync_summary("after (in-sample)", &fit.after),
-        sync_summary("after, leave-one-out", &fit.cross_validated),
-    ];
-    let mut report_json = serde_json::json!({
-        "method": "soft-L1 loss of relative errors (scale 5%), argmin Nelder-Mead from fixed starts; peak memory, measured gradient reductions and iteration times fit their constants in turn; p2p_overlap given",
-        "runs": ready.len(),
-        "grad_sync_runs": fit.sync_runs,
-        "left_out": not.iter().map(|n| format!("{}: {}: {}", n.name, n.status, n.reason)).collect::<Vec<_>>(),
-        "summary": table,
-        "grad_sync_summary": sync,
-        "per_run": per_run,
-    });
-    if !fit.unconstrained.is_empty() {
-        report_json["unconstrained"] = fit.unconstrained.clone().into();
-    }
-    if !fit.single_run.is_empty() {
-        report_json["single_run"] = fit
-            .single_run
-            .iter()
-            .map(|(c, run)| (c.to_string(), serde_json::Value::from(run.as_str())))
-            .collect::<serde_json::Map<_, _>>()
-            .into();
-    }
-    if !repaired.is_empty() {
-        report_json["repaired"] = repaired
-            .iter()
-            .map(|r| format!("{}: {}", r.name, r.repair))
-            .collect();
-    }
-    let file = CalibrationFile::new(fit.constants, report_json);
+    } = gathered;
     let c = &fit.constants;
     let mut text = format!(
         "fitted on {} measured runs: reserved_memory {}, activation_factor {:.3}, \
@@ -335,7 +251,7 @@ pub fn calibrate(a: CalibrateArgs) -> Result<(), Failure> {
             named.join(", ")
         ));
     }
-    text.push_str(&summary_table("absolute relative error", &table));
+    text.push_str(&summary_table("absolute relative error", &summary));
     if fit.sync_runs > 0 {
         text.push_str(&sync_table(&sync));
     }

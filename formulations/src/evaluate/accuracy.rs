@@ -174,6 +174,31 @@ pub fn summarize(scores: &[Score]) -> Vec<Summary> {
     out
 }
 
+/// Median and worst absolute relative error of the evaluated gradient reduction, over the runs
+/// that measured one with data parallelism.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SyncSummary {
+    /// What the runs are (e.g. `after, leave-one-out`).
+    pub label: String,
+    /// Runs with a measured reduction and data parallelism.
+    pub runs: usize,
+    /// Median absolute relative error.
+    pub median: f64,
+    /// Largest absolute relative error.
+    pub worst: f64,
+}
+
+/// The gradient reductions of `scores` ([`Score::grad_sync_error`]) summarised under `label`.
+pub fn sync_summary(label: &str, scores: &[Score]) -> SyncSummary {
+    let errors: Vec<f64> = scores.iter().filter_map(Score::grad_sync_error).collect();
+    SyncSummary {
+        label: label.to_string(),
+        runs: errors.len(),
+        median: median_abs(&errors),
+        worst: worst_abs(&errors),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -15,6 +15,10 @@
 //! Leave-one-out cross-validation refits without each run and scores that run, so a fit that
 //! only memorises shows.
 
+mod report;
+
+pub use report::{calibrate, Calibrated, SCORINGS};
+
 use argmin::core::{CostFunction, Error, Executor, State};
 use argmin::solver::neldermead::NelderMead;
 use pipeplan_formulations::calibration::{Calibration, CONSTANTS};
