@@ -72,6 +72,7 @@ fn peer_operator_graph(memory_gib: f64) -> Option<Instance> {
     let opts = ImportOptions::new(Cluster {
         gpus: 8,
         gpus_per_node: None,
+        gpu: None,
         memory: memory_gib * 1024f64.powi(3),
         bandwidth: Bandwidth {
             intra_node: 1.5e11,

@@ -30,6 +30,7 @@ fn cluster() -> Cluster {
     Cluster {
         gpus: 8,
         gpus_per_node: Some(4),
+        gpu: None,
         memory: 16.0 * 1024f64.powi(3),
         bandwidth: Bandwidth {
             intra_node: 100e9,

@@ -398,6 +398,40 @@ fn evaluate_plan_from_sailor_judges_a_measured_run_as_accuracy_does() {
         e.contains("micro-batches of 4 per replica") && e.contains("--batch 4"),
         "{e}"
     );
+    assert!(!e.contains("other machines"), "its own machines: {e}");
+    // The same plan judged on A100s: as asked, and the note names both GPU types.
+    let a100 = dir.path().join("a100.json");
+    let out = pipeplan(&[
+        "import",
+        "--from",
+        "sailor",
+        &config,
+        "--gpu-type",
+        "A100-40",
+        "--nodes",
+        "4",
+        "--batch",
+        "1",
+        "-o",
+        a100.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let out = pipeplan(&[
+        "evaluate",
+        "--plan-from",
+        "sailor",
+        run.to_str().unwrap(),
+        a100.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let e = stderr(&out);
+    assert!(
+        e.contains(
+            "plan_config_N4_D2.json: the plan was made for other machines: its GPUs are \
+                    GH-96, the instance's A100-40 (cluster.gpu)"
+        ),
+        "{e}"
+    );
 }
 
 #[test]

@@ -115,6 +115,7 @@ impl Rung {
         let cluster = Cluster {
             gpus: self.gpus,
             gpus_per_node: Some(GPUS_PER_NODE.min(self.gpus)),
+            gpu: None,
             memory,
             bandwidth: Bandwidth {
                 intra_node: INTRA_NODE,

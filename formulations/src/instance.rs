@@ -154,6 +154,10 @@ pub struct Cluster {
     /// GPUs per node (default: all GPUs in one node). Must divide `gpus`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gpus_per_node: Option<u32>,
+    /// The GPU model the profile was measured on, as the profiler names it (e.g. `GH-96`).
+    /// Informational; a plan file that names its GPUs is compared with it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu: Option<String>,
     /// Memory of each GPU (bytes).
     #[serde(with = "units::size")]
     #[schemars(with = "Quantity")]
@@ -302,6 +306,7 @@ impl Cluster {
         Cluster {
             gpus,
             gpus_per_node: None,
+            gpu: None,
             memory,
             bandwidth: Bandwidth {
                 intra_node: bandwidth,

@@ -14,6 +14,7 @@ fn opts() -> ImportOptions {
     ImportOptions::new(Cluster {
         gpus: 2,
         gpus_per_node: None,
+        gpu: None,
         memory: 8.0 * 1024f64.powi(3),
         bandwidth: Bandwidth {
             intra_node: 100e9,

@@ -18,6 +18,7 @@ fn cluster(gpus: u32, gib: f64) -> Cluster {
     Cluster {
         gpus,
         gpus_per_node: None,
+        gpu: None,
         memory: gib * GIB,
         bandwidth: Bandwidth {
             intra_node: 12e9,

@@ -19,6 +19,7 @@ fn cluster() -> Cluster {
     Cluster {
         gpus: 2,
         gpus_per_node: None,
+        gpu: None,
         memory: 8e9,
         bandwidth: Bandwidth {
             intra_node: 10e9,

@@ -24,6 +24,7 @@ fn opts() -> ImportOptions {
     ImportOptions::new(Cluster {
         gpus: 8,
         gpus_per_node: Some(4),
+        gpu: None,
         memory: 16.0 * 1024f64.powi(3),
         bandwidth: Bandwidth {
             intra_node: 100e9,

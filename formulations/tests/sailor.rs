@@ -9,7 +9,7 @@ use pipeplan_formulations::import::sailor::{import_file, Selection};
 use pipeplan_formulations::instance::{Instance, Layer, Precision, TensorParallel};
 use pipeplan_formulations::peers;
 use pipeplan_formulations::plan::{Plan, Schedule, Stage};
-use pipeplan_formulations::plan_from::sailor::scaled_profile;
+use pipeplan_formulations::plan_from::sailor::{read_noted, scaled_profile};
 use pipeplan_formulations::testing::shipped;
 use std::path::PathBuf;
 
@@ -516,6 +516,35 @@ fn one_mistyped_layer_index_is_mended_only_when_one_change_makes_the_plan_valid(
 }
 
 /// Four equal layers on `gpus` GPUs (4 per node), each measured at degree 2.
+#[test]
+fn a_plan_for_other_machines_is_judged_on_the_instances_and_says_so() {
+    let mut inst = four_layers(8);
+    // An instance that names no GPU type cannot be compared with the file's: no note.
+    let quiet = read_noted(PLAN, &inst, false).unwrap();
+    assert_eq!(quiet.notes, Vec::<String>::new());
+    assert_eq!(quiet.mended, None);
+    inst.cluster.gpu = Some("X".into());
+    assert_eq!(read_noted(PLAN, &inst, false).unwrap().notes.len(), 0);
+    inst.cluster.gpu = Some("A100-40".into());
+    inst.cluster.gpus_per_node = Some(8);
+    let noted = read_noted(PLAN, &inst, false).unwrap();
+    assert_eq!(
+        noted.notes,
+        [
+            "the plan was made for other machines: its GPUs are X, the instance's A100-40 \
+          (cluster.gpu); its machines hold 4 GPUs, the instance's nodes 8 \
+          (cluster.gpus_per_node); it is judged on the instance's"
+        ]
+    );
+    // The plan is the one the file describes, on the instance's GPUs.
+    let sp = SailorPlan::from_json(PLAN).unwrap();
+    assert_eq!(noted.plan.plan, sp.to_plan(&inst).unwrap());
+    // A micro-batch the instance was not profiled at is told after it.
+    let half = read_noted(&PLAN.replace("\"mbs\": 2", "\"mbs\": 1"), &inst, false).unwrap();
+    assert_eq!(half.notes.len(), 2);
+    assert!(half.notes[1].contains("--batch 1"), "{:?}", half.notes);
+}
+
 fn four_layers(gpus: u32) -> Instance {
     let mut inst = shipped("bert-large-s512-b8-8gpu-8gib.json");
     let mut layers = Vec::new();

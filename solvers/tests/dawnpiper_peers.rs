@@ -16,6 +16,7 @@ fn operator_graph_options(memory_gib: f64) -> pipeplan_formulations::import::Imp
     pipeplan_formulations::import::ImportOptions::new(Cluster {
         gpus: 8,
         gpus_per_node: None,
+        gpu: None,
         memory: memory_gib * 1073741824.0,
         bandwidth: Bandwidth {
             intra_node: 12e9,

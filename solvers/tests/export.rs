@@ -36,6 +36,7 @@ fn read_back(format: Format, inst: &Instance, rp: &RuntimePlan, text: &str) {
                 PlanFormat::Pipedream,
                 ReadOptions {
                     modules: Some(("modules.txt".into(), g)),
+                    ..ReadOptions::default()
                 },
             )
         }

@@ -107,6 +107,7 @@ fn optimizer_cluster(gpus: u32) -> ImportOptions {
     ImportOptions::new(Cluster {
         gpus,
         gpus_per_node: None,
+        gpu: None,
         memory: 16e9,
         bandwidth: Bandwidth {
             intra_node: 1e9,
@@ -154,6 +155,7 @@ fn pipedream_vgg16_exports_what_pipedream_ships() {
     // Read back, with the modules of the plan.
     let opts = ReadOptions {
         modules: Some(modules_of(&inst, &rp)),
+        ..ReadOptions::default()
     };
     let back = PlanFormat::Pipedream
         .read(&shipped_text, &inst, &opts)
@@ -198,6 +200,7 @@ fn pipedream_plans_in_their_own_layer_order_export_and_read_back() {
     let text = export(Format::Pipedream, &inst, &rp).unwrap_or_else(|e| panic!("{e:?}"));
     let read = ReadOptions {
         modules: Some(modules_of(&inst, &rp)),
+        ..ReadOptions::default()
     };
     let back = PlanFormat::Pipedream.read(&text, &inst, &read).unwrap();
     assert_eq!(back, rp, "read back in the same layer order");

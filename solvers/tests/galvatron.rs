@@ -241,6 +241,7 @@ fn a_cluster_the_batch_cannot_fill_is_explained() {
     let cluster = Cluster {
         gpus: 512,
         gpus_per_node: Some(8),
+        gpu: None,
         memory: 80.0 * 1024f64.powi(3),
         bandwidth: Bandwidth {
             intra_node: 300e9,

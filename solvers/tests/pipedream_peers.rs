@@ -64,6 +64,7 @@ fn pipedream_cluster(gpus: u32) -> ImportOptions {
     ImportOptions::new(Cluster {
         gpus,
         gpus_per_node: None,
+        gpu: None,
         memory: 16e9,
         bandwidth: Bandwidth {
             intra_node: 1e9,

@@ -5,7 +5,7 @@ use super::{read_instance, write_or_print, Failure};
 use crate::cli::{EvaluateArgs, ExportArgs};
 use pipeplan_formulations::evaluate::evaluate as judge;
 use pipeplan_formulations::export::{export, layout, ExportError, Inexpressible, RuntimePlan};
-use pipeplan_formulations::plan_from::{self, PlanFormat, ReadOptions};
+use pipeplan_formulations::plan_from::ReadOptions;
 use pipeplan_formulations::units::{fmt_bytes, fmt_ms};
 use pipeplan_formulations::{Evaluation, InputError, Instance, Plan, Schedule, Stage};
 use std::collections::BTreeSet;
@@ -102,27 +102,18 @@ pub fn plan_of(a: &EvaluateArgs, inst: &Instance) -> Result<Option<RuntimePlan>,
         None => None,
     };
     let text = read_text(&a.plan)?;
-    if a.repair_layers && format != PlanFormat::Sailor {
-        return Err(Failure::input(format!(
-            "--repair-layers mends Sailor plan files (--plan-from sailor), not {format}"
-        )));
-    }
-    let rp = if a.repair_layers {
-        let (rp, mended) =
-            plan_from::sailor::read_repairing(&text, inst).map_err(|e| e.in_file(&a.plan))?;
-        if let Some(m) = mended {
-            eprintln!("note: {}: mended (--repair-layers): {m}", a.plan.display());
-        }
-        rp
-    } else {
-        format
-            .read(&text, inst, &ReadOptions { modules })
-            .map_err(|e| e.in_file(&a.plan))?
+    let opts = ReadOptions {
+        modules,
+        repair_layers: a.repair_layers,
     };
-    if format == PlanFormat::Sailor {
-        if let Some(note) = plan_from::sailor::scaled_profile(&rp.plan, inst) {
-            eprintln!("note: {}: {note}", a.plan.display());
-        }
+    let noted = format
+        .read_noted(&text, inst, &opts)
+        .map_err(|e| e.in_file(&a.plan))?;
+    if let Some(m) = noted.mended {
+        eprintln!("note: {}: mended (--repair-layers): {m}", a.plan.display());
     }
-    Ok(Some(rp))
+    for note in noted.notes {
+        eprintln!("note: {}: {note}", a.plan.display());
+    }
+    Ok(Some(noted.plan))
 }

@@ -91,6 +91,7 @@ pub fn madpipe_fig7(a: ReproduceArgs) -> Result<(), Failure> {
             let cluster = Cluster {
                 gpus: *p,
                 gpus_per_node: None,
+                gpu: None,
                 memory: m * GIB,
                 bandwidth: Bandwidth {
                     intra_node: b * 1e9,

@@ -226,6 +226,7 @@ impl Scenario {
         Cluster {
             gpus: self.gpus,
             gpus_per_node: (self.nodes > 1).then(|| self.per_node()),
+            gpu: None,
             memory: PLACEHOLDER_MEMORY,
             bandwidth: Bandwidth {
                 intra_node: net.intra,

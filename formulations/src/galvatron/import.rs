@@ -561,6 +561,7 @@ fn instance(
         cluster: Cluster {
             gpus: s.gpu_num(),
             gpus_per_node: Some(s.num_gpus_per_node),
+            gpu: None,
             memory: s.memory_constraint * 1024.0 * MB,
             bandwidth: Bandwidth {
                 intra_node: intra,

@@ -46,6 +46,7 @@ fn v100_two_nodes(gib: f64, intra: f64, intra_what: &str) -> Setup {
         cluster: Cluster {
             gpus: 16,
             gpus_per_node: Some(8),
+            gpu: None,
             memory: gib * GIB,
             bandwidth: Bandwidth {
                 intra_node: intra,
@@ -85,6 +86,7 @@ fn a100_four_nodes() -> Setup {
         cluster: Cluster {
             gpus: 16,
             gpus_per_node: Some(4),
+            gpu: None,
             memory: 40.0 * GIB,
             bandwidth: Bandwidth {
                 intra_node: 100e9,

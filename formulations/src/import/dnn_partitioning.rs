@@ -500,6 +500,7 @@ mod tests {
         ImportOptions::new(Cluster {
             gpus: 2,
             gpus_per_node: None,
+            gpu: None,
             memory: 8e9,
             bandwidth: Bandwidth {
                 intra_node: 10e9,

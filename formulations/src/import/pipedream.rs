@@ -399,6 +399,7 @@ mod tests {
         ImportOptions::new(Cluster {
             gpus: 4,
             gpus_per_node: None,
+            gpu: None,
             memory: 16e9,
             bandwidth: Bandwidth {
                 intra_node: 10e9,

@@ -50,6 +50,7 @@ impl ClusterSpec {
         let mut cluster = Cluster {
             gpus,
             gpus_per_node: None,
+            gpu: None,
             memory: quantity("--memory", memory, Dimension::Size)?,
             bandwidth: Bandwidth {
                 intra_node: quantity("--bandwidth", bandwidth, Dimension::Bandwidth)?,
@@ -154,6 +155,7 @@ impl ImportRequest {
             Cluster {
                 gpus: 1,
                 gpus_per_node: None,
+                gpu: None,
                 memory: 1.0,
                 bandwidth: Bandwidth {
                     intra_node: 1.0,

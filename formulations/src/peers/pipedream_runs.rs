@@ -253,6 +253,7 @@ impl OptimizerRun {
         let cluster = Cluster {
             gpus: machines.iter().product(),
             gpus_per_node: (machines.len() == 2).then_some(machines[0]),
+            gpu: None,
             memory,
             bandwidth: Bandwidth {
                 intra_node: bandwidths[0],

@@ -28,6 +28,21 @@ pub struct ReadOptions {
     /// PipeDream: the partitioned graph (`stage_id=N` per node) whose stages are the runtime's
     /// modules, as (file name for messages, text).
     pub modules: Option<(String, String)>,
+    /// Sailor: mend one mistyped layer index when that makes the plan valid
+    /// ([`sailor::read_noted`]).
+    pub repair_layers: bool,
+}
+
+/// A runtime's plan file read for a user: the plan, what was mended, and what to tell them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Noted {
+    /// The plan, checked against the instance.
+    pub plan: RuntimePlan,
+    /// What was mended (`repair_layers`), if anything.
+    pub mended: Option<String>,
+    /// Where the file and the instance differ in what the plan is judged on (e.g.
+    /// [`sailor::machine_mismatch`]).
+    pub notes: Vec<String>,
 }
 
 /// The plan formats pipeplan reads.
@@ -73,6 +88,31 @@ impl PlanFormat {
         };
         rp.plan.check(inst)?;
         Ok(rp)
+    }
+
+    /// As [`PlanFormat::read`], with what the user should be told about the plan on `inst`,
+    /// and the mending `opts.repair_layers` asks for (Sailor plan files only).
+    pub fn read_noted(
+        self,
+        text: &str,
+        inst: &Instance,
+        opts: &ReadOptions,
+    ) -> Result<Noted, InputError> {
+        match self {
+            PlanFormat::Sailor => sailor::read_noted(text, inst, opts.repair_layers),
+            _ if opts.repair_layers => Err(InputError::field(
+                "",
+                format!(
+                    "--repair-layers (repair_layers) mends Sailor plan files (--plan-from \
+                     sailor), not {self}"
+                ),
+            )),
+            _ => Ok(Noted {
+                plan: self.read(text, inst, opts)?,
+                mended: None,
+                notes: Vec::new(),
+            }),
+        }
     }
 }
 

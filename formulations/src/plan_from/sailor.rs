@@ -6,24 +6,64 @@ use crate::export::RuntimePlan;
 use crate::import::sailor::plan::SailorPlan;
 use crate::instance::Instance;
 use crate::plan::Plan;
+use crate::plan_from::Noted;
 
 /// The plan of Sailor plan file `text` on `inst` (measured values, if any, are ignored here).
 pub fn read(text: &str, inst: &Instance) -> Result<RuntimePlan, InputError> {
     Ok(RuntimePlan::of(SailorPlan::from_json(text)?.to_plan(inst)?))
 }
 
-/// As [`read`], mending one mistyped layer index first when that makes the plan valid
-/// ([`SailorPlan::repair_layers`]); returns what was mended, if anything. The plan is checked
-/// against the instance, as [`crate::plan_from::PlanFormat::read`] checks it.
-pub fn read_repairing(
-    text: &str,
-    inst: &Instance,
-) -> Result<(RuntimePlan, Option<String>), InputError> {
+/// As [`read`], mending one mistyped layer index first when `repair` is set and that makes the
+/// plan valid ([`SailorPlan::repair_layers`]). The plan is checked against the instance, as
+/// [`crate::plan_from::PlanFormat::read`] checks it.
+pub fn read_noted(text: &str, inst: &Instance, repair: bool) -> Result<Noted, InputError> {
     let mut sp = SailorPlan::from_json(text)?;
-    let mended = sp.repair_layers(inst.model.layers.len());
-    let rp = RuntimePlan::of(sp.to_plan(inst)?);
-    rp.plan.check(inst)?;
-    Ok((rp, mended))
+    let mended = if repair {
+        sp.repair_layers(inst.model.layers.len())
+    } else {
+        None
+    };
+    let plan = RuntimePlan::of(sp.to_plan(inst)?);
+    plan.plan.check(inst)?;
+    let notes = machine_mismatch(&sp, inst)
+        .into_iter()
+        .chain(scaled_profile(&plan.plan, inst))
+        .collect();
+    Ok(Noted {
+        plan,
+        mended,
+        notes,
+    })
+}
+
+/// The plan file names the machines it was made for (GPU type and GPUs per machine); when the
+/// instance's differ (`cluster.gpu`, `cluster.gpus_per_node`), the evaluator judges the plan on
+/// the instance's, which may be a question worth asking but is never the run the file describes.
+/// Returns what to tell the user then.
+pub fn machine_mismatch(sp: &SailorPlan, inst: &Instance) -> Option<String> {
+    let mut differ = Vec::new();
+    if let (Some(theirs), Some(ours)) = (sp.gpu_types.first(), inst.cluster.gpu.as_deref()) {
+        if theirs != ours {
+            differ.push(format!(
+                "its GPUs are {theirs}, the instance's {ours} (cluster.gpu)"
+            ));
+        }
+    }
+    let node = inst.cluster.gpus_per_node.unwrap_or(inst.cluster.gpus);
+    if let [size] = sp.node_sizes[..] {
+        if size != node {
+            differ.push(format!(
+                "its machines hold {size} GPUs, the instance's nodes {node} \
+                 (cluster.gpus_per_node)"
+            ));
+        }
+    }
+    (!differ.is_empty()).then(|| {
+        format!(
+            "the plan was made for other machines: {}; it is judged on the instance's",
+            differ.join("; ")
+        )
+    })
 }
 
 /// A Sailor plan trains each replica at its own micro-batch size; when that is not the size the

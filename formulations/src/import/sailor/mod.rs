@@ -360,6 +360,7 @@ pub fn import(
         cluster: Cluster {
             gpus: sel.nodes * gpus_per_node,
             gpus_per_node: Some(gpus_per_node),
+            gpu: Some(gpu.to_string()),
             memory,
             bandwidth: Bandwidth {
                 intra_node: intra,
