@@ -101,6 +101,14 @@ fn non_json_number(text: &str, line: usize, column: usize) -> Option<&'static st
         .find(|w| rest.starts_with(w))
 }
 
+/// The text of the file at `path`; an error names the file.
+pub fn read_text(path: &std::path::Path) -> Result<String, InputError> {
+    std::fs::read_to_string(path).map_err(|e| InputError::Io {
+        path: path.display().to_string(),
+        message: e.to_string(),
+    })
+}
+
 /// Parses JSON into `T`, reporting the path of the field that failed (`model.layers[3].forward`).
 /// `what` names the document for messages about empty or truncated input.
 pub fn parse_json<T: DeserializeOwned>(text: &str, what: &str) -> Result<T, InputError> {

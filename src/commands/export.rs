@@ -3,20 +3,13 @@
 
 use super::{read_instance, write_or_print, Failure};
 use crate::cli::{EvaluateArgs, ExportArgs};
+use pipeplan_formulations::error::read_text;
 use pipeplan_formulations::evaluate::evaluate as judge;
 use pipeplan_formulations::export::{export, layout, ExportError, Inexpressible, RuntimePlan};
-use pipeplan_formulations::plan_from::ReadOptions;
 use pipeplan_formulations::units::{fmt_bytes, fmt_ms};
-use pipeplan_formulations::{Evaluation, InputError, Instance, Plan, Schedule, Stage};
+use pipeplan_formulations::{Evaluation, Instance, Plan, Schedule, Stage};
 use std::collections::BTreeSet;
 use std::path::Path;
-
-fn read_text(path: &Path) -> Result<String, InputError> {
-    std::fs::read_to_string(path).map_err(|e| InputError::Io {
-        path: path.display().to_string(),
-        message: e.to_string(),
-    })
-}
 
 /// `pipeplan export`.
 pub fn run(a: ExportArgs) -> Result<(), Failure> {
@@ -97,18 +90,7 @@ pub fn plan_of(a: &EvaluateArgs, inst: &Instance) -> Result<Option<RuntimePlan>,
     let Some(format) = a.plan_from else {
         return Ok(None);
     };
-    let modules = match &a.modules {
-        Some(p) => Some((p.display().to_string(), read_text(p)?)),
-        None => None,
-    };
-    let text = read_text(&a.plan)?;
-    let opts = ReadOptions {
-        modules,
-        repair_layers: a.repair_layers,
-    };
-    let noted = format
-        .read_noted(&text, inst, &opts)
-        .map_err(|e| e.in_file(&a.plan))?;
+    let noted = format.read_path(&a.plan, a.modules.as_deref(), a.repair_layers, inst)?;
     if let Some(m) = noted.mended {
         eprintln!("note: {}: mended (--repair-layers): {m}", a.plan.display());
     }

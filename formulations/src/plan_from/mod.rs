@@ -16,10 +16,11 @@ pub mod galvatron;
 pub mod pipedream;
 pub mod sailor;
 
-use crate::error::InputError;
+use crate::error::{read_text, InputError};
 use crate::export::RuntimePlan;
 use crate::instance::Instance;
 use std::fmt;
+use std::path::Path;
 use std::str::FromStr;
 
 /// What a reader may need besides the plan file and the instance.
@@ -88,6 +89,27 @@ impl PlanFormat {
         };
         rp.plan.check(inst)?;
         Ok(rp)
+    }
+
+    /// As [`PlanFormat::read_noted`], from the plan file at `path` and, for PipeDream, the
+    /// `modules` file; an error names its file.
+    pub fn read_path(
+        self,
+        path: &Path,
+        modules: Option<&Path>,
+        repair_layers: bool,
+        inst: &Instance,
+    ) -> Result<Noted, InputError> {
+        let modules = match modules {
+            Some(p) => Some((p.display().to_string(), read_text(p)?)),
+            None => None,
+        };
+        let opts = ReadOptions {
+            modules,
+            repair_layers,
+        };
+        self.read_noted(&read_text(path)?, inst, &opts)
+            .map_err(|e| e.in_file(path))
     }
 
     /// As [`PlanFormat::read`], with what the user should be told about the plan on `inst`,
