@@ -45,6 +45,7 @@ __all__ = [
     "evaluate",
     "compare",
     "accuracy",
+    "calibrate",
     "PipeplanError",
     "InstanceError",
     "UnsupportedError",
@@ -424,26 +425,48 @@ def solve(
 
 
 def evaluate(
-    plan: Union[Solution, Mapping[str, Any], str],
+    plan: Union[Solution, Mapping[str, Any], str, PathLike],
     instance: InstanceLike,
     *,
     calibration: Optional[PathLike] = None,
+    plan_from: Optional[str] = None,
+    modules: Optional[PathLike] = None,
+    repair_layers: bool = False,
 ) -> Dict[str, Any]:
     """Judges a plan on an instance with the neutral evaluator (``pipeplan evaluate --json``).
 
     ``plan``: a :class:`Solution` (its plan), a plan dict (``{"stages": ..., "schedule": ...}``),
-    a solution dict (its ``plan``) or JSON text of either. ``calibration``: a file of
-    ``pipeplan calibrate`` whose constants the evaluator judges with. Raises
-    :class:`InstanceError` for a plan that does not fit the instance (the message names the
-    field) or a bad calibration file.
+    a solution dict (its ``plan``) or JSON text of either. With ``plan_from`` (``"galvatron"``,
+    ``"pipedream"`` with ``modules``, or ``"sailor"``, as ``--plan-from``), ``plan`` is the path
+    of a runtime's plan file, e.g. a measured run's ``plan_config_*.json``; ``repair_layers``
+    mends a Sailor plan's mistyped layer index (``--repair-layers``). What the CLI tells on
+    standard error (what was mended; a plan made for other GPUs than the instance's) comes as a
+    :class:`UserWarning`. ``calibration``: a file of ``pipeplan calibrate`` whose constants the
+    evaluator judges with. Raises :class:`InstanceError` for a plan that does not fit the
+    instance (the message names the file or field) or a bad calibration file.
     """
+    inst = _calibrated(_instance(instance), calibration)
+    if plan_from is not None:
+        if isinstance(plan, (Solution, Mapping)):
+            raise TypeError("with plan_from, plan is the path of the runtime's plan file")
+        data, _record, told = _native.evaluate_file(
+            plan_from,
+            os.fspath(plan),
+            None if modules is None else os.fspath(modules),
+            repair_layers,
+            inst,
+        )
+        for line in told:
+            warnings.warn(line, UserWarning, stacklevel=2)
+        return json.loads(data)
+    if modules is not None or repair_layers:
+        raise TypeError("modules and repair_layers read a runtime's plan file: give plan_from")
     if isinstance(plan, Solution):
         plan = plan.plan
     if isinstance(plan, str):
         plan = json.loads(plan)
     if isinstance(plan, Mapping) and "stages" not in plan and "plan" in plan:
         plan = plan["plan"]
-    inst = _calibrated(_instance(instance), calibration)
     data, _record = _native.evaluate(json.dumps(plan), inst)
     return json.loads(data)
 
@@ -547,3 +570,39 @@ def accuracy(
         )
     )
     return _frame(records)
+
+
+def calibrate(
+    paths: Union[PathLike, Sequence[PathLike]],
+    output: Optional[PathLike] = None,
+    *,
+    p2p_overlap: float = 0.0,
+    sailor_root: Optional[PathLike] = None,
+    model: Optional[str] = None,
+    repair_layers: bool = False,
+) -> Dict[str, Any]:
+    """Fits the evaluator's constants to training runs measured on real GPUs (``pipeplan
+    calibrate DIR... -o FILE``): Sailor's ``plan_config_*.json`` files under the folders.
+
+    Returns the calibration file's content: ``constants`` and ``fit`` (the method, the runs
+    left out and why, the errors before, in-sample and leave-one-out, every run's errors). With
+    ``output``, also writes the file there, byte for byte as the CLI does; ``calibration=output``
+    then works in :func:`solve`, :func:`evaluate`, :func:`compare`, :func:`accuracy` and
+    :meth:`Instance.calibrated`. ``p2p_overlap`` is the runtime's (``--p2p-overlap``, not
+    fitted); ``sailor_root``, ``model`` and ``repair_layers`` are the CLI's. Raises
+    :class:`InstanceError` when fewer than two runs can be judged (naming why the others
+    cannot) or a folder cannot be read. The GIL is released while fitting (seconds).
+    """
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    text = _native.calibrate(
+        [os.fspath(p) for p in paths],
+        float(p2p_overlap),
+        None if sailor_root is None else os.fspath(sailor_root),
+        model,
+        repair_layers,
+    )
+    if output is not None:
+        with open(os.fspath(output), "w", encoding="utf-8") as f:
+            f.write(text + "\n")
+    return json.loads(text)

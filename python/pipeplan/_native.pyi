@@ -65,6 +65,16 @@ def compare(
 def evaluate(plan: str, instance: Instance) -> Tuple[str, str]:
     """The evaluation's JSON and its CSV record's JSON."""
 
+def evaluate_file(
+    format: str,
+    path: str,
+    modules: Optional[str],
+    repair_layers: bool,
+    instance: Instance,
+) -> Tuple[str, str, List[str]]:
+    """A runtime's plan file judged (``pipeplan evaluate --plan-from``): the evaluation's JSON,
+    its CSV record's JSON, and the notes for the user."""
+
 def plan_svg(
     plan: str,
     instance: Instance,
@@ -117,3 +127,12 @@ def accuracy(
     repair_layers: bool,
 ) -> str:
     """The records of `pipeplan accuracy --csv`, as JSON."""
+
+def calibrate(
+    paths: List[str],
+    p2p_overlap: float,
+    sailor_root: Optional[str],
+    model: Optional[str],
+    repair_layers: bool,
+) -> str:
+    """The calibration file of `pipeplan calibrate`, as JSON."""

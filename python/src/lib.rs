@@ -16,6 +16,7 @@ use pipeplan_formulations::import::sailor::report::gather;
 use pipeplan_formulations::import::sailor::runs::RunOptions;
 use pipeplan_formulations::import::{ClusterSpec, ImportRequest, Source};
 use pipeplan_formulations::instance::{Precision, ScheduleKind};
+use pipeplan_formulations::plan_from::PlanFormat;
 use pipeplan_formulations::{InputError, Instance, Plan};
 use pipeplan_solvers::algorithm::{parse_time_limit, Algorithm, SolveError, SolveOptions};
 use pipeplan_solvers::harness::{self, Interrupt, Record};
@@ -366,6 +367,40 @@ fn evaluate(
     Ok((json(&e), json(&Record::of_evaluation(inst, &plan, &e))))
 }
 
+/// Judges a runtime's plan file (`format`: `galvatron`, `pipedream` or `sailor`) on `instance`
+/// (as `pipeplan evaluate --plan-from FORMAT --json`); returns the evaluation's JSON, its CSV
+/// record's JSON, and what to tell the user (what was mended, then the notes).
+#[pyfunction]
+#[pyo3(signature = (format, path, modules, repair_layers, instance))]
+fn evaluate_file(
+    py: Python<'_>,
+    format: &str,
+    path: PathBuf,
+    modules: Option<PathBuf>,
+    repair_layers: bool,
+    instance: &Bound<'_, PyInstance>,
+) -> PyResult<(String, String, Vec<String>)> {
+    let inst = &instance.get().inner;
+    let format: PlanFormat = format.parse().map_err(|e| error(py, "InstanceError", e))?;
+    let noted = format
+        .read_path(&path, modules.as_deref(), repair_layers, inst)
+        .map_err(|e| input_error(py, &e))?;
+    let plan = &noted.plan.plan;
+    let e = judge(inst, plan).map_err(|e| input_error(py, &e))?;
+    let told = noted
+        .mended
+        .map(|m| format!("{}: mended (repair_layers): {m}", path.display()))
+        .into_iter()
+        .chain(
+            noted
+                .notes
+                .iter()
+                .map(|n| format!("{}: {n}", path.display())),
+        )
+        .collect();
+    Ok((json(&e), json(&Record::of_evaluation(inst, plan, &e)), told))
+}
+
 /// A judged plan's chart as SVG text (as `pipeplan plot` draws it): the simulator's timeline
 /// over `periods` periods above every GPU's memory, the claimed peaks as ticks when given.
 #[pyfunction]
@@ -410,6 +445,33 @@ fn accuracy(
     let gathered = gather(&paths, &opts).map_err(|e| input_error(py, &e))?;
     let scores = gathered.scores(&cal).map_err(|e| input_error(py, &e))?;
     Ok(json(&gathered.records(&scores)))
+}
+
+/// The evaluator's constants fitted to every measured run under `paths` (as `pipeplan calibrate`);
+/// returns the calibration file's JSON. The GIL is released while fitting.
+#[pyfunction]
+#[pyo3(signature = (paths, p2p_overlap, sailor_root, model, repair_layers))]
+fn calibrate(
+    py: Python<'_>,
+    paths: Vec<PathBuf>,
+    p2p_overlap: f64,
+    sailor_root: Option<PathBuf>,
+    model: Option<String>,
+    repair_layers: bool,
+) -> PyResult<String> {
+    let opts = RunOptions {
+        root: sailor_root,
+        model,
+        repair_layers,
+    };
+    let options = pipeplan_solvers::calibrate::Options { p2p_overlap };
+    let fitted = py
+        .detach(|| {
+            let gathered = gather(&paths, &opts)?;
+            pipeplan_solvers::calibrate::calibrate(&gathered, &options)
+        })
+        .map_err(|e| input_error(py, &e))?;
+    Ok(fitted.file.to_json())
 }
 
 /// Every algorithm: name, family, exact, description (as `pipeplan algorithms --json`).
@@ -611,6 +673,8 @@ fn native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(compare, m)?)?;
     m.add_function(wrap_pyfunction!(evaluate, m)?)?;
     m.add_function(wrap_pyfunction!(accuracy, m)?)?;
+    m.add_function(wrap_pyfunction!(calibrate, m)?)?;
+    m.add_function(wrap_pyfunction!(evaluate_file, m)?)?;
     m.add_function(wrap_pyfunction!(plan_svg, m)?)?;
     m.add_function(wrap_pyfunction!(algorithms, m)?)?;
     m.add_function(wrap_pyfunction!(settings, m)?)?;

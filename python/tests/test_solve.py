@@ -306,3 +306,46 @@ def test_accuracy_lists_the_clis_records(cli, sailor_root, tmp_path):
     assert any(r["status"] == "unsupported" and "heterogeneous" in r["reason"] for r in rows)
     with pytest.raises(pipeplan.InstanceError, match="no measured run"):
         pipeplan.accuracy(tmp_path)
+
+
+def test_calibrate_writes_the_shipped_file(sailor_root, tmp_path):
+    runs = sailor_root / "Planner" / "simulations" / "validation" / "clariden"
+    out = tmp_path / "cal.json"
+    fitted = pipeplan.calibrate(runs, out)
+    # The shipped file is `pipeplan calibrate` on the same folder (tests/sailor_cli.rs checks
+    # that): the same bytes from Python.
+    shipped = ROOT / "calibrations" / "clariden-gh200.json"
+    assert out.read_text() == shipped.read_text()
+    assert fitted == json.loads(shipped.read_text())
+    cv = fitted["fit"]["summary"][2]
+    assert cv["dataset"] == "after, leave-one-out" and cv["runs"] == 19
+    # The file serves calibration= at once.
+    frame = pipeplan.accuracy(runs, calibration=out)
+    judged = frame[frame["status"] == "judged"]
+    assert len(judged) == 19
+    with pytest.raises(pipeplan.InstanceError, match=r"(?s)0 judged run\(s\) of 8.*heterogeneous"):
+        pipeplan.calibrate(runs.parent / "mit")
+
+
+def test_evaluate_reads_a_runtimes_plan_file_as_the_cli_does(cli, sailor_root, tmp_path):
+    config = sailor_root / "Planner" / "simulations" / "configs" / "training_config_opt_350.json"
+    run = (
+        sailor_root / "Planner" / "simulations" / "validation" / "clariden" / "OPT-350" / "N4"
+        / "plan_config_N4_D2.json"
+    )
+    gh200 = pipeplan.import_profile("sailor", config, gpu_type="GH-96", nodes=4, batch=1)
+    path = tmp_path / "gh200.json"
+    path.write_text(gh200.to_json())
+    ours = pipeplan.evaluate(run, gh200, plan_from="sailor")
+    theirs = json.loads(cli("evaluate", "--plan-from", "sailor", run, path, "--json").stdout)
+    assert ours == theirs
+    # A plan made for GH200 nodes judged on A100s: as asked, and said.
+    a100 = pipeplan.import_profile("sailor", config, gpu_type="A100-40", nodes=4, batch=1)
+    with pytest.warns(UserWarning, match=r"its GPUs are GH-96, the instance's A100-40"):
+        pipeplan.evaluate(run, a100, plan_from="sailor")
+    with pytest.raises(pipeplan.InstanceError, match="mends Sailor plan files"):
+        pipeplan.evaluate(run, gh200, plan_from="galvatron", repair_layers=True)
+    with pytest.raises(pipeplan.InstanceError, match="unknown plan format"):
+        pipeplan.evaluate(run, gh200, plan_from="megatron")
+    with pytest.raises(TypeError, match="plan_from"):
+        pipeplan.evaluate({"stages": []}, gh200, plan_from="sailor")
