@@ -263,14 +263,16 @@ pub(super) fn sailor_sizes_as_published(inst: &mut pipeplan_formulations::Instan
 /// What the Galvatron importer's note called the engine arguments it did not read.
 const UNREAD: &str = "Engine arguments not used by pipeplan: ";
 
-/// A v1 member as v1 was published: its `source` ([`frozen_source`]), and without the layer
-/// graph (`extensions.dag`) the PipeDream importer has written since (its chain and cuts are
+/// A v1 member as v1 was published: its `source` ([`frozen_source`]), without the layer graph
+/// (`extensions.dag`) the PipeDream importer has written since (its chain and cuts are
 /// unchanged; without the graph, `pipedream` searches the chain's prefixes, as when v1 was
-/// published).
+/// published), and without the GPU model (`cluster.gpu`) the Sailor importer has named since
+/// (informational: no figure depends on it; the note names the GPU as before).
 pub(super) fn freeze(inst: &mut pipeplan_formulations::Instance) {
     inst.source = frozen_source(&inst.source);
     inst.extensions
         .remove(pipeplan_formulations::layer_order::KEY);
+    inst.cluster.gpu = None;
 }
 
 /// A v1 member's `source` as v1 was published. v1 was generated when the Galvatron importer did
