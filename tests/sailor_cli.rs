@@ -335,34 +335,39 @@ fn evaluate_plan_from_sailor_judges_a_measured_run_as_accuracy_does() {
         .join("Planner/simulations/configs/training_config_opt_350.json")
         .display()
         .to_string();
-    let out = pipeplan(&[
-        "import",
-        "--from",
-        "sailor",
-        &config,
-        "--gpu-type",
-        "GH-96",
-        "--nodes",
-        "4",
-        "--batch",
-        "1",
-        "-o",
-        inst.to_str().unwrap(),
-    ]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let evaluate = |run: &std::path::Path, options: &[&str]| {
+    // The runs' profiles on `gpu`, 4 nodes, micro-batch 1, written to `to`.
+    let import = |gpu: &str, to: &std::path::Path| {
+        let out = pipeplan(&[
+            "import",
+            "--from",
+            "sailor",
+            &config,
+            "--gpu-type",
+            gpu,
+            "--nodes",
+            "4",
+            "--batch",
+            "1",
+            "-o",
+            to.to_str().unwrap(),
+        ]);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    };
+    import("GH-96", &inst);
+    let evaluate_on = |run: &std::path::Path, on: &std::path::Path, options: &[&str]| {
         let mut args = vec![
             "evaluate",
             "--plan-from",
             "sailor",
             run.to_str().unwrap(),
-            inst.to_str().unwrap(),
+            on.to_str().unwrap(),
         ];
         args.extend_from_slice(options);
         let out = pipeplan(&args);
         assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
         out
     };
+    let evaluate = |run: &std::path::Path, options: &[&str]| evaluate_on(run, &inst, options);
     let run = gh200_run(&root, "OPT-350/N4/plan_config_N4_D2.json");
     let out = evaluate(&run, &["--json"]);
     let ev: Value = serde_json::from_str(&stdout(&out)).unwrap();
@@ -401,34 +406,13 @@ fn evaluate_plan_from_sailor_judges_a_measured_run_as_accuracy_does() {
     assert!(!e.contains("other machines"), "its own machines: {e}");
     // The same plan judged on A100s: as asked, and the note names both GPU types.
     let a100 = dir.path().join("a100.json");
-    let out = pipeplan(&[
-        "import",
-        "--from",
-        "sailor",
-        &config,
-        "--gpu-type",
-        "A100-40",
-        "--nodes",
-        "4",
-        "--batch",
-        "1",
-        "-o",
-        a100.to_str().unwrap(),
-    ]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let out = pipeplan(&[
-        "evaluate",
-        "--plan-from",
-        "sailor",
-        run.to_str().unwrap(),
-        a100.to_str().unwrap(),
-    ]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    import("A100-40", &a100);
+    let out = evaluate_on(&run, &a100, &[]);
     let e = stderr(&out);
     assert!(
         e.contains(
-            "plan_config_N4_D2.json: the plan was made for other machines: its GPUs are \
-                    GH-96, the instance's A100-40 (cluster.gpu)"
+            "plan_config_N4_D2.json: the plan was made for other machines: its GPUs are GH-96, \
+             the instance's A100-40 (cluster.gpu)"
         ),
         "{e}"
     );

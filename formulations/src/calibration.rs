@@ -252,10 +252,7 @@ impl CalibrationFile {
 
     /// Reads and checks a calibration file; errors name the file.
     pub fn from_path(path: &Path) -> Result<CalibrationFile, InputError> {
-        let text = std::fs::read_to_string(path).map_err(|e| InputError::Io {
-            path: path.display().to_string(),
-            message: e.to_string(),
-        })?;
+        let text = crate::error::read_text(path)?;
         CalibrationFile::from_json(&text).map_err(|e| e.in_file(path))
     }
 

@@ -359,10 +359,7 @@ impl Instance {
 
     /// Reads and validates an instance file.
     pub fn from_path(path: &std::path::Path) -> Result<Instance, InputError> {
-        let text = std::fs::read_to_string(path).map_err(|e| InputError::Io {
-            path: path.display().to_string(),
-            message: e.to_string(),
-        })?;
+        let text = crate::error::read_text(path)?;
         Instance::from_json(&text).map_err(|e| e.in_file(path))
     }
 

@@ -167,10 +167,7 @@ pub fn read_calibrated(
 
 /// Reads a plan file, or the `plan` of a solution file.
 pub fn read_plan(path: &Path) -> Result<pipeplan_formulations::Plan, InputError> {
-    let text = std::fs::read_to_string(path).map_err(|e| InputError::Io {
-        path: path.display().to_string(),
-        message: e.to_string(),
-    })?;
+    let text = pipeplan_formulations::error::read_text(path)?;
     let inner = serde_json::from_str::<serde_json::Value>(&text)
         .ok()
         .and_then(|v| match v {

@@ -35,10 +35,7 @@ pub(super) fn field(f: impl Into<String>, m: impl Into<String>) -> InputError {
 }
 
 fn read_json(path: &Path) -> Result<Map<String, Value>, InputError> {
-    let text = std::fs::read_to_string(path).map_err(|e| InputError::Io {
-        path: path.display().to_string(),
-        message: e.to_string(),
-    })?;
+    let text = crate::error::read_text(path)?;
     let v: Value = crate::error::parse_json(&text, "JSON object").map_err(|e| e.in_file(path))?;
     match v {
         Value::Object(m) => Ok(m),
@@ -74,10 +71,7 @@ impl<'de> serde::Deserialize<'de> for Ordered {
 }
 
 fn read_ordered(path: &Path) -> Result<Vec<(String, Value)>, InputError> {
-    let text = std::fs::read_to_string(path).map_err(|e| InputError::Io {
-        path: path.display().to_string(),
-        message: e.to_string(),
-    })?;
+    let text = crate::error::read_text(path)?;
     let o: Ordered = crate::error::parse_json(&text, "JSON object").map_err(|e| e.in_file(path))?;
     Ok(o.0)
 }
@@ -599,10 +593,7 @@ fn instance(
 
 /// Reads the config file and imports.
 pub fn import_file(config: &Path, root: &Path) -> Result<Instance, InputError> {
-    let text = std::fs::read_to_string(config).map_err(|e| InputError::Io {
-        path: config.display().to_string(),
-        message: e.to_string(),
-    })?;
+    let text = crate::error::read_text(config)?;
     let doc: Value =
         crate::error::parse_json(&text, "config document").map_err(|e| e.in_file(config))?;
     import(&doc, root).map_err(|e| e.in_file(config))

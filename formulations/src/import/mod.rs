@@ -197,10 +197,7 @@ pub fn import_file(
     path: &Path,
     opts: &ImportOptions,
 ) -> Result<Instance, InputError> {
-    let text = std::fs::read_to_string(path).map_err(|e| InputError::Io {
-        path: path.display().to_string(),
-        message: e.to_string(),
-    })?;
+    let text = crate::error::read_text(path)?;
     let mut opts = opts.clone();
     if source == Source::Sailor {
         check_options(&opts)?;

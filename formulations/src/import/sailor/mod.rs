@@ -63,10 +63,7 @@ impl Files {
 
     fn read(&self, rel: &str) -> Result<Value, InputError> {
         let p = self.path(rel);
-        let text = std::fs::read_to_string(&p).map_err(|e| InputError::Io {
-            path: p.display().to_string(),
-            message: e.to_string(),
-        })?;
+        let text = crate::error::read_text(&p)?;
         crate::error::parse_json::<Value>(&text, "Sailor file").map_err(|e| e.in_file(&p))
     }
 
@@ -103,10 +100,7 @@ impl Files {
             if !is_config {
                 continue;
             }
-            let text = std::fs::read_to_string(&p).map_err(|e| InputError::Io {
-                path: p.display().to_string(),
-                message: e.to_string(),
-            })?;
+            let text = crate::error::read_text(&p)?;
             let doc: Value =
                 crate::error::parse_json(&text, "training config").map_err(|e| e.in_file(&p))?;
             if let Some(m) = doc.get("model").and_then(Value::as_str) {
@@ -396,10 +390,7 @@ pub fn import_file(
             )
         })?,
     };
-    let text = std::fs::read_to_string(path).map_err(|e| InputError::Io {
-        path: path.display().to_string(),
-        message: e.to_string(),
-    })?;
+    let text = crate::error::read_text(path)?;
     import(&text, &files, sel, name).map_err(|e| e.in_file(path))
 }
 

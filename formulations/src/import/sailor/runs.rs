@@ -185,10 +185,7 @@ fn outcome(
     dataset: &str,
     opts: &RunOptions,
 ) -> Result<(Outcome, Option<String>), InputError> {
-    let text = std::fs::read_to_string(path).map_err(|e| InputError::Io {
-        path: path.display().to_string(),
-        message: e.to_string(),
-    })?;
+    let text = crate::error::read_text(path)?;
     let mut sp = SailorPlan::from_json(&text)?;
     let unsupported = sp.unsupported().map(|(_, why)| why).or_else(|| {
         (sp.node_sizes.len() > 1).then(|| {
