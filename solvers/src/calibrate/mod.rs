@@ -17,7 +17,7 @@
 
 mod report;
 
-pub use report::{calibrate, Calibrated, SCORINGS};
+pub use report::{calibrate, Calibrated};
 
 use argmin::core::{CostFunction, Error, Executor, State};
 use argmin::solver::neldermead::NelderMead;

@@ -16,7 +16,7 @@ const METHOD: &str = "soft-L1 loss of relative errors (scale 5%), argmin Nelder-
                       their constants in turn; p2p_overlap given";
 
 /// The labels of the three scorings, in order.
-pub const SCORINGS: [&str; 3] = [
+const SCORINGS: [&str; 3] = [
     "before (reference model)",
     "after (in-sample)",
     "after, leave-one-out",
@@ -27,7 +27,7 @@ pub const SCORINGS: [&str; 3] = [
 pub struct Calibrated {
     /// The fit.
     pub fit: Fit,
-    /// Every run's errors before, after and left out ([`SCORINGS`]), each as the `all` row.
+    /// Every run's errors before, after and left out, each as the `all` row.
     pub summary: [Summary; 3],
     /// The gradient reductions' errors, likewise.
     pub sync: [SyncSummary; 3],
