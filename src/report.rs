@@ -58,6 +58,14 @@ fn throughput(v: f64) -> String {
     format!("{v:.2}")
 }
 
+/// `GPUs`, after the GPU model when the instance names it (`GH-96 GPUs`).
+pub fn gpus_word(inst: &Instance) -> String {
+    match &inst.cluster.gpu {
+        Some(g) => format!("{g} GPUs"),
+        None => "GPUs".to_string(),
+    }
+}
+
 /// One line about an instance: name, size, cluster, schedule.
 pub fn instance_line(inst: &Instance) -> String {
     let c = &inst.cluster;
@@ -67,10 +75,11 @@ pub fn instance_line(inst: &Instance) -> String {
         String::new()
     };
     format!(
-        "{}: {} layers, {} GPUs{} x {}, default schedule {}",
+        "{}: {} layers, {} {}{} x {}, default schedule {}",
         inst.name,
         inst.num_layers(),
         c.gpus,
+        gpus_word(inst),
         nodes,
         fmt_bytes(c.memory),
         inst.training.schedule

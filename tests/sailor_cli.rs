@@ -319,6 +319,10 @@ fn import_from_sailor_needs_a_gpu_type_and_writes_a_valid_instance() {
     };
     let v = import(&["--nodes", "8", "--batch", "4"]);
     assert_eq!(v["cluster"]["gpus"], 32);
+    assert_eq!(
+        v["cluster"]["gpu"], "GH-96",
+        "the GPU model the profile measured"
+    );
     assert_eq!(v["model"]["layers"].as_array().unwrap().len(), 34);
     // Nodes of another size: `--nodes` of them, each with `--gpus-per-node` GPUs.
     let v = import(&["--nodes", "3", "--gpus-per-node", "2"]);
@@ -354,6 +358,19 @@ fn evaluate_plan_from_sailor_judges_a_measured_run_as_accuracy_does() {
         assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     };
     import("GH-96", &inst);
+    let table = stdout(&pipeplan(&[
+        "evaluate",
+        "--plan-from",
+        "sailor",
+        &gh200_run(&root, "OPT-350/N4/plan_config_N4_D2.json")
+            .display()
+            .to_string(),
+        inst.to_str().unwrap(),
+    ]));
+    assert!(
+        table.contains("26 layers, 16 GH-96 GPUs (4 per node)"),
+        "{table}"
+    );
     let evaluate_on = |run: &std::path::Path, on: &std::path::Path, options: &[&str]| {
         let mut args = vec![
             "evaluate",

@@ -131,10 +131,11 @@ fn write_instance(inst: &Instance, out: Option<&std::path::Path>) -> Result<(), 
     write_or_print(out, &inst.to_json())?;
     if let Some(p) = out.filter(|p| *p != std::path::Path::new("-")) {
         eprintln!(
-            "wrote {}: {} layers, {} GPUs x {}",
+            "wrote {}: {} layers, {} {} x {}",
             p.display(),
             inst.num_layers(),
             inst.cluster.gpus,
+            crate::report::gpus_word(inst),
             fmt_bytes(inst.cluster.memory)
         );
     }
