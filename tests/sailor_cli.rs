@@ -560,6 +560,48 @@ fn runs_none_of_which_can_be_judged_are_listed_without_a_summary() {
     let v: Value = serde_json::from_str(&stdout(&out)).unwrap();
     assert_eq!(v["summary"], Value::Array(vec![]));
     assert_eq!(strings(&v["not_judged"], "status"), ["invalid"]);
+    // No chart over no run: the table first, then the error.
+    let chart = dir.path().join("runs.svg");
+    let chart_arg = chart.display().to_string();
+    let out = pipeplan(&[
+        "accuracy",
+        &runs,
+        "--sailor-root",
+        &root_arg,
+        "--plot",
+        &chart_arg,
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stdout(&out).contains("max_mem: missing"),
+        "{}",
+        stdout(&out)
+    );
+    assert!(stderr(&out).contains("no run judged: no parity chart to draw"));
+    assert!(!chart.exists());
+}
+
+#[test]
+fn accuracy_draws_every_judged_run_against_its_measurement() {
+    let Some(root) = sailor() else { return };
+    let runs = gh200_runs(&root);
+    let dir = tempfile::tempdir().unwrap();
+    let svg = dir.path().join("runs.svg");
+    let png = dir.path().join("runs.png");
+    let table = stdout(&pipeplan(&["accuracy", &runs]));
+    for chart in [&svg, &png] {
+        let out = pipeplan(&["accuracy", &runs, "--plot", chart.to_str().unwrap()]);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        assert_eq!(stdout(&out), table, "the table is the same with a chart");
+        assert!(stderr(&out).contains("wrote "), "{}", stderr(&out));
+    }
+    let text = std::fs::read_to_string(&svg).unwrap();
+    // The 19 judged runs in both panels, and one legend marker per data set and panel.
+    assert_eq!(text.matches("<circle").count(), 2 * 19 + 2 * 2);
+    assert!(text.contains("GPT-NEO (5)") && text.contains("OPT-350 (14)"));
+    assert!(text.contains("uncalibrated (the reference model): 19 measured runs"));
+    let bytes = std::fs::read(&png).unwrap();
+    assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n");
 }
 
 #[test]

@@ -1,12 +1,17 @@
 //! Charts drawn with plotters: a plan's schedule as a Gantt chart above its per-GPU memory bars,
-//! and a comparison's summary (evaluated throughput and peak memory, claimed beside evaluated).
-//! SVG is plotters' own output; PNG rasterises that SVG with resvg. Used by the CLI (`plot`,
+//! a comparison's summary (evaluated throughput and peak memory, claimed beside evaluated), and
+//! the evaluator against measured runs ([`parity`]).
+//! SVG is plotters' own output; PNG rasterises that SVG with resvg. Used by the CLI (`plot`, `accuracy --plot`,
 //! `compare --html`) and the Python package (a solution's chart in Jupyter).
 
 use pipeplan_formulations::evaluate::breakdown::{memory_breakdown, MemoryBreakdown};
 use pipeplan_formulations::timeline::{timeline, EventKind, Timeline, Track};
 use pipeplan_formulations::{Evaluation, Instance, Plan};
 use plotters::prelude::*;
+
+pub mod parity;
+
+pub use parity::parity_svg;
 
 const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
 

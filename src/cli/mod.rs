@@ -336,6 +336,10 @@ pub struct AccuracyArgs {
     pub runs: RunsArgs,
     #[command(flatten)]
     pub calibration: CalibrationArgs,
+    /// Also draw the judged runs: evaluated against measured iteration time and peak memory,
+    /// with a band of 15% relative error (PNG for `.png`, else SVG)
+    #[arg(long, value_name = "FILE")]
+    pub plot: Option<PathBuf>,
     #[command(flatten)]
     pub out: OutputArgs,
 }

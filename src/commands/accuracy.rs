@@ -25,6 +25,10 @@ fn gather(a: &RunsArgs) -> Result<Gathered, Failure> {
     )?)
 }
 
+/// The band of `accuracy --plot`: the worst-case error the evaluator is held to on measured runs
+/// (BENCHMARKS.md, "The evaluator against real GPUs").
+const PLOT_BAND: f64 = 0.15;
+
 fn pct(e: f64) -> String {
     format!("{:+.1}%", 100.0 * e)
 }
@@ -128,6 +132,18 @@ pub fn accuracy(a: AccuracyArgs) -> Result<(), Failure> {
     let scores = gathered.scores(&cal)?;
     let Gathered { not, repaired, .. } = &gathered;
     let summary = summarize(&scores);
+    let which = if cal.is_identity() {
+        "uncalibrated (the reference model)".to_string()
+    } else {
+        format!(
+            "calibrated with {}",
+            a.calibration
+                .calibration
+                .as_ref()
+                .map(|p| p.display().to_string())
+                .unwrap_or_default()
+        )
+    };
     let text = match a.out.format() {
         Format::Json => {
             #[derive(Serialize)]
@@ -152,18 +168,6 @@ pub fn accuracy(a: AccuracyArgs) -> Result<(), Failure> {
             report::csv(&rows)
         }
         Format::Table => {
-            let which = if cal.is_identity() {
-                "uncalibrated (the reference model)".to_string()
-            } else {
-                format!(
-                    "calibrated with {}",
-                    a.calibration
-                        .calibration
-                        .as_ref()
-                        .map(|p| p.display().to_string())
-                        .unwrap_or_default()
-                )
-            };
             let mut out = format!("evaluator {which}; error = (evaluated - measured) / measured\n");
             if !scores.is_empty() {
                 out.push_str(&scores_table(&scores));
@@ -184,7 +188,15 @@ pub fn accuracy(a: AccuracyArgs) -> Result<(), Failure> {
             out
         }
     };
-    write_or_print(None, &text)
+    write_or_print(None, &text)?;
+    // After the table, which says why runs were not judged when none can be drawn.
+    if let Some(path) = &a.plot {
+        let title = format!("evaluator {which}: {} measured runs", scores.len());
+        let svg =
+            pipeplan_charts::parity_svg(&title, &scores, PLOT_BAND).map_err(Failure::input)?;
+        super::plot::write_image(path, None, &svg)?;
+    }
+    Ok(())
 }
 
 fn sync_table(rows: &[SyncSummary]) -> String {

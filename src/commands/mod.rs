@@ -6,7 +6,7 @@ mod explain;
 pub(crate) mod export;
 mod files;
 pub mod max_batch;
-mod plot;
+pub(crate) mod plot;
 pub mod profile_plan;
 mod reproduce;
 mod solving;

@@ -41,18 +41,22 @@ pub fn run(a: PlotArgs) -> Result<(), Failure> {
     let title = format!("{name} on {} ({} GPUs)", inst.name, ev.gpus_used);
     let svg = charts::plan_svg(&title, &t, &memory, claimed.as_deref(), ev.memory_limit)
         .map_err(Failure::input)?;
-    let format = a
-        .format
-        .unwrap_or_else(|| match a.output.extension().and_then(|e| e.to_str()) {
-            Some(e) if e.eq_ignore_ascii_case("png") => ImageFormat::Png,
-            _ => ImageFormat::Svg,
-        });
+    write_image(&a.output, a.format, &svg)
+}
+
+/// Writes chart `svg` to `path` as `format` (default: from the extension, PNG for `.png`, else
+/// SVG), and says so on standard error.
+pub fn write_image(path: &Path, format: Option<ImageFormat>, svg: &str) -> Result<(), Failure> {
+    let format = format.unwrap_or_else(|| match path.extension().and_then(|e| e.to_str()) {
+        Some(e) if e.eq_ignore_ascii_case("png") => ImageFormat::Png,
+        _ => ImageFormat::Svg,
+    });
     let bytes = match format {
-        ImageFormat::Svg => svg.into_bytes(),
-        ImageFormat::Png => charts::png(&svg).map_err(Failure::input)?,
+        ImageFormat::Svg => svg.as_bytes().to_vec(),
+        ImageFormat::Png => charts::png(svg).map_err(Failure::input)?,
     };
-    std::fs::write(&a.output, bytes)
-        .map_err(|e| Failure::input(format!("{}: cannot write: {e}", a.output.display())))?;
-    eprintln!("wrote {}", a.output.display());
+    std::fs::write(path, bytes)
+        .map_err(|e| Failure::input(format!("{}: cannot write: {e}", path.display())))?;
+    eprintln!("wrote {}", path.display());
     Ok(())
 }
