@@ -6,6 +6,27 @@ use crate::{draw_legend, err, GIB};
 use pipeplan_formulations::evaluate::accuracy::Score;
 use plotters::prelude::*;
 
+/// The band drawn by `accuracy --plot`: 15% relative error, the worst case the evaluator is held
+/// to on measured runs (BENCHMARKS.md, "The evaluator against real GPUs").
+pub const BAND: f64 = 0.15;
+
+/// Which constants judged the runs: `calibrated with FILE`, or `uncalibrated (the reference
+/// model)` without a file. Heads `accuracy`'s table and the chart's title.
+pub fn calibration_label(file: Option<&std::path::Path>) -> String {
+    match file {
+        Some(p) => format!("calibrated with {}", p.display()),
+        None => "uncalibrated (the reference model)".to_string(),
+    }
+}
+
+/// The chart's title: which constants judged how many runs.
+pub fn title(file: Option<&std::path::Path>, runs: usize) -> String {
+    format!(
+        "evaluator {}: {runs} measured runs",
+        calibration_label(file)
+    )
+}
+
 /// One panel's points: per data set, its (measured, evaluated) pairs.
 type Sets<'a> = Vec<(&'a str, Vec<(f64, f64)>)>;
 

@@ -20,7 +20,7 @@ import html
 import json
 import os
 import warnings
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Union
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 from . import _native
 from ._errors import (
@@ -45,6 +45,8 @@ __all__ = [
     "evaluate",
     "compare",
     "accuracy",
+    "accuracy_chart",
+    "Chart",
     "calibrate",
     "PipeplanError",
     "InstanceError",
@@ -558,18 +560,57 @@ def accuracy(
     CLI's ``--sailor-root``, ``--model`` and ``--repair-layers``. Raises :class:`InstanceError`
     when a folder holds no run or cannot be read, or for a bad calibration file.
     """
+    records, _svg = _accuracy(paths, calibration, sailor_root, model, repair_layers, False)
+    return _frame(json.loads(records))
+
+
+def accuracy_chart(
+    paths: Union[PathLike, Sequence[PathLike]],
+    *,
+    calibration: Optional[PathLike] = None,
+    sailor_root: Optional[PathLike] = None,
+    model: Optional[str] = None,
+    repair_layers: bool = False,
+) -> Chart:
+    """The runs of :func:`accuracy` drawn as ``pipeplan accuracy --plot`` draws them: evaluated
+    against measured iteration time and peak memory, one point per judged run, with a band of
+    15% relative error. Returns a :class:`Chart` (SVG text; Jupyter shows it). Raises
+    :class:`InstanceError` as :func:`accuracy` does, and when no run can be judged.
+    """
+    _records, svg = _accuracy(paths, calibration, sailor_root, model, repair_layers, True)
+    return Chart(svg)
+
+
+def _accuracy(
+    paths: Union[PathLike, Sequence[PathLike]],
+    calibration: Optional[PathLike],
+    sailor_root: Optional[PathLike],
+    model: Optional[str],
+    repair_layers: bool,
+    chart: bool,
+) -> Tuple[str, Optional[str]]:
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
-    records = json.loads(
-        _native.accuracy(
-            [os.fspath(p) for p in paths],
-            None if calibration is None else os.fspath(calibration),
-            None if sailor_root is None else os.fspath(sailor_root),
-            model,
-            repair_layers,
-        )
+    return _native.accuracy(
+        [os.fspath(p) for p in paths],
+        None if calibration is None else os.fspath(calibration),
+        None if sailor_root is None else os.fspath(sailor_root),
+        model,
+        repair_layers,
+        chart,
     )
-    return _frame(records)
+
+
+class Chart(str):
+    """A chart as SVG text (a ``str``): ``save(path)`` writes it; Jupyter displays it."""
+
+    def _repr_svg_(self) -> str:
+        return str(self)
+
+    def save(self, path: PathLike) -> None:
+        """Writes the SVG text to ``path``."""
+        with open(os.fspath(path), "w", encoding="utf-8") as f:
+            f.write(self)
 
 
 def calibrate(

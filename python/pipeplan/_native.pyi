@@ -125,8 +125,10 @@ def accuracy(
     sailor_root: Optional[str],
     model: Optional[str],
     repair_layers: bool,
-) -> str:
-    """The records of `pipeplan accuracy --csv`, as JSON."""
+    chart: bool,
+) -> Tuple[str, Optional[str]]:
+    """The records of `pipeplan accuracy --csv`, as JSON, and with `chart` the runs drawn as
+    `pipeplan accuracy --plot` draws them (SVG text)."""
 
 def calibrate(
     paths: List[str],

@@ -8,6 +8,7 @@
 //! `KeyboardInterrupt`. A panic of the worker becomes `pipeplan.SolverError`; nothing panics
 //! across the boundary.
 
+use pipeplan_charts::parity;
 use pipeplan_formulations::calibration::{Calibration, CalibrationFile};
 use pipeplan_formulations::evaluate::evaluate as judge;
 use pipeplan_formulations::generate::{self, Device, GenerateOptions, Optimizer};
@@ -422,9 +423,10 @@ fn plan_svg(
 }
 
 /// Every measured run (Sailor plan files) under `paths` judged by the evaluator, under the
-/// calibration file when given (as `pipeplan accuracy --csv`); returns the records' JSON.
+/// calibration file when given (as `pipeplan accuracy --csv`); returns the records' JSON and, with
+/// `chart`, the runs drawn as `accuracy --plot` draws them (SVG text).
 #[pyfunction]
-#[pyo3(signature = (paths, calibration, sailor_root, model, repair_layers))]
+#[pyo3(signature = (paths, calibration, sailor_root, model, repair_layers, chart))]
 fn accuracy(
     py: Python<'_>,
     paths: Vec<PathBuf>,
@@ -432,9 +434,10 @@ fn accuracy(
     sailor_root: Option<PathBuf>,
     model: Option<String>,
     repair_layers: bool,
-) -> PyResult<String> {
-    let cal = match calibration {
-        Some(p) => calibration_file(py, &p)?,
+    chart: bool,
+) -> PyResult<(String, Option<String>)> {
+    let cal = match &calibration {
+        Some(p) => calibration_file(py, p)?,
         None => Calibration::IDENTITY,
     };
     let opts = RunOptions {
@@ -444,7 +447,16 @@ fn accuracy(
     };
     let gathered = gather(&paths, &opts).map_err(|e| input_error(py, &e))?;
     let scores = gathered.scores(&cal).map_err(|e| input_error(py, &e))?;
-    Ok(json(&gathered.records(&scores)))
+    let svg = if chart {
+        let file = calibration.as_deref().filter(|_| !cal.is_identity());
+        let title = parity::title(file, scores.len());
+        let svg = parity::parity_svg(&title, &scores, parity::BAND)
+            .map_err(|e| error(py, "InstanceError", e))?;
+        Some(svg)
+    } else {
+        None
+    };
+    Ok((json(&gathered.records(&scores)), svg))
 }
 
 /// The evaluator's constants fitted to every measured run under `paths` (as `pipeplan calibrate`);

@@ -308,6 +308,19 @@ def test_accuracy_lists_the_clis_records(cli, sailor_root, tmp_path):
         pipeplan.accuracy(tmp_path)
 
 
+def test_accuracy_chart_is_the_clis_plot(cli, sailor_root, tmp_path):
+    runs = sailor_root / "Planner" / "simulations" / "validation" / "clariden"
+    calibration = ROOT / "calibrations" / "clariden-gh200.json"
+    chart = pipeplan.accuracy_chart(runs, calibration=calibration)
+    cli("accuracy", runs, "--calibration", calibration, "--plot", tmp_path / "cli.svg")
+    assert chart == (tmp_path / "cli.svg").read_text()
+    assert chart._repr_svg_() == chart and "19 measured runs" in chart
+    chart.save(tmp_path / "py.svg")
+    assert (tmp_path / "py.svg").read_text() == chart
+    with pytest.raises(pipeplan.InstanceError, match="no run judged"):
+        pipeplan.accuracy_chart(runs.parent / "mit")
+
+
 def test_calibrate_writes_the_shipped_file(sailor_root, tmp_path):
     runs = sailor_root / "Planner" / "simulations" / "validation" / "clariden"
     out = tmp_path / "cal.json"

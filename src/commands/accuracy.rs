@@ -4,6 +4,7 @@ use super::{write_or_print, Failure, Format};
 use crate::cli::{AccuracyArgs, CalibrateArgs, RunsArgs};
 use crate::report;
 use crate::table::Table;
+use pipeplan_charts::parity;
 use pipeplan_formulations::calibration::Calibration;
 use pipeplan_formulations::evaluate::accuracy::{
     summarize, sync_summary, Score, Summary, SyncSummary,
@@ -24,10 +25,6 @@ fn gather(a: &RunsArgs) -> Result<Gathered, Failure> {
         &a.dirs, &opts,
     )?)
 }
-
-/// The band of `accuracy --plot`: the worst-case error the evaluator is held to on measured runs
-/// (BENCHMARKS.md, "The evaluator against real GPUs").
-const PLOT_BAND: f64 = 0.15;
 
 fn pct(e: f64) -> String {
     format!("{:+.1}%", 100.0 * e)
@@ -132,18 +129,13 @@ pub fn accuracy(a: AccuracyArgs) -> Result<(), Failure> {
     let scores = gathered.scores(&cal)?;
     let Gathered { not, repaired, .. } = &gathered;
     let summary = summarize(&scores);
-    let which = if cal.is_identity() {
-        "uncalibrated (the reference model)".to_string()
-    } else {
-        format!(
-            "calibrated with {}",
-            a.calibration
-                .calibration
-                .as_ref()
-                .map(|p| p.display().to_string())
-                .unwrap_or_default()
-        )
-    };
+    // A file of identity constants judges as the reference model, and is named as such.
+    let file = a
+        .calibration
+        .calibration
+        .as_deref()
+        .filter(|_| !cal.is_identity());
+    let which = parity::calibration_label(file);
     let text = match a.out.format() {
         Format::Json => {
             #[derive(Serialize)]
@@ -191,9 +183,8 @@ pub fn accuracy(a: AccuracyArgs) -> Result<(), Failure> {
     write_or_print(None, &text)?;
     // After the table, which says why runs were not judged when none can be drawn.
     if let Some(path) = &a.plot {
-        let title = format!("evaluator {which}: {} measured runs", scores.len());
-        let svg =
-            pipeplan_charts::parity_svg(&title, &scores, PLOT_BAND).map_err(Failure::input)?;
+        let title = parity::title(file, scores.len());
+        let svg = parity::parity_svg(&title, &scores, parity::BAND).map_err(Failure::input)?;
         super::plot::write_image(path, None, &svg)?;
     }
     Ok(())
