@@ -3,27 +3,30 @@
 //! log axes, with the line of equality and a band of relative error around it.
 
 use crate::{draw_legend, err, GIB};
+use pipeplan_formulations::calibration::Calibration;
 use pipeplan_formulations::evaluate::accuracy::Score;
 use plotters::prelude::*;
+use std::path::Path;
 
 /// The band drawn by `accuracy --plot`: 15% relative error, the worst case the evaluator is held
 /// to on measured runs (BENCHMARKS.md, "The evaluator against real GPUs").
 pub const BAND: f64 = 0.15;
 
 /// Which constants judged the runs: `calibrated with FILE`, or `uncalibrated (the reference
-/// model)` without a file. Heads `accuracy`'s table and the chart's title.
-pub fn calibration_label(file: Option<&std::path::Path>) -> String {
-    match file {
+/// model)` without a file or for a file of the reference constants (`cal`, its content). Heads
+/// `accuracy`'s table and the chart's title.
+pub fn calibration_label(file: Option<&Path>, cal: &Calibration) -> String {
+    match file.filter(|_| !cal.is_identity()) {
         Some(p) => format!("calibrated with {}", p.display()),
         None => "uncalibrated (the reference model)".to_string(),
     }
 }
 
 /// The chart's title: which constants judged how many runs.
-pub fn title(file: Option<&std::path::Path>, runs: usize) -> String {
+pub fn title(file: Option<&Path>, cal: &Calibration, runs: usize) -> String {
     format!(
         "evaluator {}: {runs} measured runs",
-        calibration_label(file)
+        calibration_label(file, cal)
     )
 }
 

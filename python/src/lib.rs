@@ -448,8 +448,7 @@ fn accuracy(
     let gathered = gather(&paths, &opts).map_err(|e| input_error(py, &e))?;
     let scores = gathered.scores(&cal).map_err(|e| input_error(py, &e))?;
     let svg = if chart {
-        let file = calibration.as_deref().filter(|_| !cal.is_identity());
-        let title = parity::title(file, scores.len());
+        let title = parity::title(calibration.as_deref(), &cal, scores.len());
         let svg = parity::parity_svg(&title, &scores, parity::BAND)
             .map_err(|e| error(py, "InstanceError", e))?;
         Some(svg)

@@ -129,13 +129,8 @@ pub fn accuracy(a: AccuracyArgs) -> Result<(), Failure> {
     let scores = gathered.scores(&cal)?;
     let Gathered { not, repaired, .. } = &gathered;
     let summary = summarize(&scores);
-    // A file of identity constants judges as the reference model, and is named as such.
-    let file = a
-        .calibration
-        .calibration
-        .as_deref()
-        .filter(|_| !cal.is_identity());
-    let which = parity::calibration_label(file);
+    let file = a.calibration.calibration.as_deref();
+    let which = parity::calibration_label(file, &cal);
     let text = match a.out.format() {
         Format::Json => {
             #[derive(Serialize)]
@@ -183,7 +178,7 @@ pub fn accuracy(a: AccuracyArgs) -> Result<(), Failure> {
     write_or_print(None, &text)?;
     // After the table, which says why runs were not judged when none can be drawn.
     if let Some(path) = &a.plot {
-        let title = parity::title(file, scores.len());
+        let title = parity::title(file, &cal, scores.len());
         let svg = parity::parity_svg(&title, &scores, parity::BAND).map_err(Failure::input)?;
         super::plot::write_image(path, None, &svg)?;
     }
