@@ -388,17 +388,7 @@ fn evaluate_file(
         .map_err(|e| input_error(py, &e))?;
     let plan = &noted.plan.plan;
     let e = judge(inst, plan).map_err(|e| input_error(py, &e))?;
-    let told = noted
-        .mended
-        .map(|m| format!("{}: mended (repair_layers): {m}", path.display()))
-        .into_iter()
-        .chain(
-            noted
-                .notes
-                .iter()
-                .map(|n| format!("{}: {n}", path.display())),
-        )
-        .collect();
+    let told = noted.messages(&path, "repair_layers");
     Ok((json(&e), json(&Record::of_evaluation(inst, plan, &e)), told))
 }
 

@@ -91,11 +91,8 @@ pub fn plan_of(a: &EvaluateArgs, inst: &Instance) -> Result<Option<RuntimePlan>,
         return Ok(None);
     };
     let noted = format.read_path(&a.plan, a.modules.as_deref(), a.repair_layers, inst)?;
-    if let Some(m) = noted.mended {
-        eprintln!("note: {}: mended (--repair-layers): {m}", a.plan.display());
-    }
-    for note in noted.notes {
-        eprintln!("note: {}: {note}", a.plan.display());
+    for m in noted.messages(&a.plan, "--repair-layers") {
+        eprintln!("note: {m}");
     }
     Ok(Some(noted.plan))
 }

@@ -46,6 +46,20 @@ pub struct Noted {
     pub notes: Vec<String>,
 }
 
+impl Noted {
+    /// What to tell the user about the plan file `file`, one line each: what was mended (under
+    /// `repair`, the option's name where they are, `--repair-layers` or `repair_layers`), then
+    /// the notes.
+    pub fn messages(&self, file: &Path, repair: &str) -> Vec<String> {
+        let file = file.display();
+        self.mended
+            .iter()
+            .map(|m| format!("{file}: mended ({repair}): {m}"))
+            .chain(self.notes.iter().map(|n| format!("{file}: {n}")))
+            .collect()
+    }
+}
+
 /// The plan formats pipeplan reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum PlanFormat {
