@@ -76,6 +76,18 @@ def _instance(x: InstanceLike) -> Instance:
     )
 
 
+def _fspath(path: Optional[PathLike]) -> Optional[str]:
+    """``path`` as a string, ``None`` kept."""
+    return None if path is None else os.fspath(path)
+
+
+def _fspaths(paths: Union[PathLike, Sequence[PathLike]]) -> List[str]:
+    """One path or several, as a list of strings."""
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    return [os.fspath(p) for p in paths]
+
+
 def _calibrated(inst: Instance, calibration: Optional[PathLike]) -> Instance:
     """``inst`` under the calibration file's constants (``--calibration FILE``), if given."""
     return inst if calibration is None else inst.calibrated(calibration)
@@ -385,7 +397,7 @@ def import_profile(
         name,
         batch,
         time_unit_ms,
-        None if data_root is None else os.fspath(data_root),
+        _fspath(data_root),
         gpu_type,
         nodes,
         schedule,
@@ -454,7 +466,7 @@ def evaluate(
         data, _record, told = _native.evaluate_file(
             plan_from,
             os.fspath(plan),
-            None if modules is None else os.fspath(modules),
+            _fspath(modules),
             repair_layers,
             inst,
         )
@@ -589,12 +601,10 @@ def _accuracy(
     repair_layers: bool,
     chart: bool,
 ) -> Tuple[str, Optional[str]]:
-    if isinstance(paths, (str, os.PathLike)):
-        paths = [paths]
     return _native.accuracy(
-        [os.fspath(p) for p in paths],
-        None if calibration is None else os.fspath(calibration),
-        None if sailor_root is None else os.fspath(sailor_root),
+        _fspaths(paths),
+        _fspath(calibration),
+        _fspath(sailor_root),
         model,
         repair_layers,
         chart,
@@ -634,12 +644,10 @@ def calibrate(
     :class:`InstanceError` when fewer than two runs can be judged (naming why the others
     cannot) or a folder cannot be read. The GIL is released while fitting (seconds).
     """
-    if isinstance(paths, (str, os.PathLike)):
-        paths = [paths]
     text = _native.calibrate(
-        [os.fspath(p) for p in paths],
+        _fspaths(paths),
         float(p2p_overlap),
-        None if sailor_root is None else os.fspath(sailor_root),
+        _fspath(sailor_root),
         model,
         repair_layers,
     )
