@@ -1,0 +1,69 @@
+//! Judging a plan with the neutral evaluator (as `pipeplan evaluate` and `plot`).
+
+use crate::errors::{error, input_error};
+use crate::instance::PyInstance;
+use crate::json;
+use pipeplan_formulations::evaluate::evaluate as judge;
+use pipeplan_formulations::plan_from::PlanFormat;
+use pipeplan_formulations::Plan;
+use pipeplan_solvers::harness::Record;
+use pyo3::prelude::*;
+use std::path::PathBuf;
+
+/// Judges a plan (JSON text) on `instance` with the neutral evaluator (as `pipeplan evaluate
+/// --json`); returns the evaluation's JSON and its CSV record's JSON.
+#[pyfunction]
+pub(crate) fn evaluate(
+    py: Python<'_>,
+    plan: &str,
+    instance: &Bound<'_, PyInstance>,
+) -> PyResult<(String, String)> {
+    let inst = &instance.get().inner;
+    let plan = Plan::from_json(plan).map_err(|e| input_error(py, &e))?;
+    let e = judge(inst, &plan).map_err(|e| input_error(py, &e))?;
+    Ok((json(&e), json(&Record::of_evaluation(inst, &plan, &e))))
+}
+
+/// Judges a runtime's plan file (`format`: `galvatron`, `pipedream` or `sailor`) on `instance`
+/// (as `pipeplan evaluate --plan-from FORMAT --json`); returns the evaluation's JSON, its CSV
+/// record's JSON, and what to tell the user (what was mended, then the notes).
+#[pyfunction]
+#[pyo3(signature = (format, path, modules, repair_layers, instance))]
+pub(crate) fn evaluate_file(
+    py: Python<'_>,
+    format: &str,
+    path: PathBuf,
+    modules: Option<PathBuf>,
+    repair_layers: bool,
+    instance: &Bound<'_, PyInstance>,
+) -> PyResult<(String, String, Vec<String>)> {
+    let inst = &instance.get().inner;
+    let format: PlanFormat = format.parse().map_err(|e| error(py, "InstanceError", e))?;
+    let noted = format
+        .read_path(&path, modules.as_deref(), repair_layers, inst)
+        .map_err(|e| input_error(py, &e))?;
+    let plan = &noted.plan.plan;
+    let e = judge(inst, plan).map_err(|e| input_error(py, &e))?;
+    let told = noted.messages(&path, "repair_layers");
+    Ok((json(&e), json(&Record::of_evaluation(inst, plan, &e)), told))
+}
+
+/// A judged plan's chart as SVG text (as `pipeplan plot` draws it): the simulator's timeline
+/// over `periods` periods above every GPU's memory, the claimed peaks as ticks when given.
+#[pyfunction]
+#[pyo3(signature = (plan, instance, title, claimed_peak_memory, periods))]
+pub(crate) fn plan_svg(
+    py: Python<'_>,
+    plan: &str,
+    instance: &Bound<'_, PyInstance>,
+    title: &str,
+    claimed_peak_memory: Option<Vec<f64>>,
+    periods: usize,
+) -> PyResult<String> {
+    let inst = &instance.get().inner;
+    let plan = Plan::from_json(plan).map_err(|e| input_error(py, &e))?;
+    let ev = judge(inst, &plan).map_err(|e| input_error(py, &e))?;
+    let claimed = claimed_peak_memory.as_deref();
+    pipeplan_charts::plan_chart(title, inst, &plan, &ev, claimed, periods)
+        .map_err(|e| error(py, "InstanceError", e))
+}
