@@ -1,0 +1,288 @@
+//! A synchronous plan's timeline (1F1B, GPipe): one iteration by discrete-event simulation.
+
+use super::{backward_parts, Event, EventKind, Timeline, Track};
+use crate::cost::{CutCost, StageCost};
+use crate::error::InputError;
+use crate::instance::ScheduleKind;
+use crate::plan::{OpKind, Plan};
+use std::collections::{BTreeMap, BinaryHeap};
+
+/// One operation of the synchronous simulation.
+struct Op {
+    kind: OpKind,
+    stage: usize,
+    mb: u32,
+    duration: f64,
+    deps: Vec<usize>,
+    /// Resource: device group (position) or link (index among crossing cuts).
+    on: Res,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Res {
+    Group(usize),
+    Link(usize),
+}
+
+pub(super) fn synchronous(
+    plan: &Plan,
+    costs: &[StageCost],
+    cuts: &[CutCost],
+    kind: ScheduleKind,
+    m: u32,
+) -> Result<Timeline, InputError> {
+    let n = plan.stages.len();
+    let position = plan.positions().ok_or_else(|| {
+        InputError::field(
+            "plan.stages",
+            "stages share GPUs: synchronous schedules need every GPU in one pipeline position",
+        )
+    })?;
+    let npos = position.last().map_or(0, |&p| p + 1);
+    let link_of: Vec<Option<usize>> = {
+        let mut k = 0;
+        cuts.iter()
+            .map(|c| {
+                c.crosses.then(|| {
+                    k += 1;
+                    k - 1
+                })
+            })
+            .collect()
+    };
+    let links = link_of.iter().flatten().count();
+    // Operation ids: (kind, stage, micro-batch) -> index.
+    let mut ops: Vec<Op> = Vec::new();
+    let mut index: BTreeMap<(OpKind, usize, u32), usize> = BTreeMap::new();
+    for j in 0..m {
+        for s in 0..n {
+            for k in [OpKind::F, OpKind::B] {
+                let d = if k == OpKind::F {
+                    costs[s].forward
+                } else {
+                    costs[s].backward
+                };
+                index.insert((k, s, j), ops.len());
+                ops.push(Op {
+                    kind: k,
+                    stage: s,
+                    mb: j,
+                    duration: d,
+                    deps: Vec::new(),
+                    on: Res::Group(position[s]),
+                });
+            }
+            if let Some(l) = link_of.get(s).copied().flatten() {
+                for k in [OpKind::SendF, OpKind::SendB] {
+                    index.insert((k, s, j), ops.len());
+                    ops.push(Op {
+                        kind: k,
+                        stage: s,
+                        mb: j,
+                        duration: cuts[s].transfer,
+                        deps: Vec::new(),
+                        on: Res::Link(l),
+                    });
+                }
+            }
+        }
+    }
+    for j in 0..m {
+        for s in 0..n {
+            let id = |k, st| index[&(k, st, j)];
+            let crossing = |st: usize| link_of.get(st).copied().flatten().is_some();
+            if s > 0 {
+                let f = id(OpKind::F, s);
+                let dep = if crossing(s - 1) {
+                    id(OpKind::SendF, s - 1)
+                } else {
+                    id(OpKind::F, s - 1)
+                };
+                ops[f].deps.push(dep);
+            }
+            let b = id(OpKind::B, s);
+            let dep = if s + 1 == n {
+                id(OpKind::F, s)
+            } else if crossing(s) {
+                id(OpKind::SendB, s)
+            } else {
+                id(OpKind::B, s + 1)
+            };
+            ops[b].deps.push(dep);
+            if crossing(s) {
+                let sf = id(OpKind::SendF, s);
+                ops[sf].deps.push(id(OpKind::F, s));
+                let sb = id(OpKind::SendB, s);
+                ops[sb].deps.push(id(OpKind::B, s + 1));
+            }
+        }
+    }
+    // Each group's order: forwards in stage order, backwards in reverse stage order.
+    let mut queues: Vec<std::collections::VecDeque<usize>> = vec![Default::default(); npos];
+    for (p, q) in queues.iter_mut().enumerate() {
+        let stages: Vec<usize> = (0..n).filter(|&s| position[s] == p).collect();
+        let fwd = |j: u32, q: &mut std::collections::VecDeque<usize>| {
+            for &s in &stages {
+                q.push_back(index[&(OpKind::F, s, j)]);
+            }
+        };
+        let bwd = |j: u32, q: &mut std::collections::VecDeque<usize>| {
+            for &s in stages.iter().rev() {
+                q.push_back(index[&(OpKind::B, s, j)]);
+            }
+        };
+        if kind == ScheduleKind::Gpipe {
+            (0..m).for_each(|j| fwd(j, q));
+            (0..m).for_each(|j| bwd(j, q));
+        } else {
+            let warm = ((npos - p - 1) as u32).min(m);
+            (0..warm).for_each(|j| fwd(j, q));
+            for j in 0..m {
+                if j + warm < m {
+                    fwd(j + warm, q);
+                }
+                bwd(j, q);
+            }
+        }
+    }
+    let mut end: Vec<Option<f64>> = vec![None; ops.len()];
+    let mut start_of = vec![0.0; ops.len()];
+    let mut free_group = vec![0.0f64; npos];
+    let mut free_link = vec![0.0f64; links];
+    // Messages ready to send, per link: (ready time, op) as a min-heap.
+    let mut ready: Vec<BinaryHeap<std::cmp::Reverse<(Key, usize)>>> =
+        (0..links).map(|_| BinaryHeap::new()).collect();
+    let mut dependents: Vec<Vec<usize>> = vec![Vec::new(); ops.len()];
+    for (i, o) in ops.iter().enumerate() {
+        for &d in &o.deps {
+            dependents[d].push(i);
+        }
+    }
+    let mut done = 0;
+    while done < ops.len() {
+        let mut best: Option<(f64, usize)> = None;
+        let consider = |start: f64, op: usize, best: &mut Option<(f64, usize)>| {
+            if best.is_none_or(|(s, _)| start < s) {
+                *best = Some((start, op));
+            }
+        };
+        for (p, q) in queues.iter().enumerate() {
+            if let Some(&h) = q.front() {
+                if let Some(dep_end) = deps_end(&ops[h].deps, &end) {
+                    consider(free_group[p].max(dep_end), h, &mut best);
+                }
+            }
+        }
+        for (l, heap) in ready.iter().enumerate() {
+            if let Some(std::cmp::Reverse((Key(r), op))) = heap.peek() {
+                consider(free_link[l].max(*r), *op, &mut best);
+            }
+        }
+        let Some((start, op)) = best else {
+            return Err(InputError::field(
+                "plan.schedule",
+                "the synchronous schedule deadlocks (no operation can start)",
+            ));
+        };
+        let finish = start + ops[op].duration;
+        match ops[op].on {
+            Res::Group(p) => {
+                queues[p].pop_front();
+                free_group[p] = finish;
+            }
+            Res::Link(l) => {
+                ready[l].pop();
+                free_link[l] = finish;
+            }
+        }
+        start_of[op] = start;
+        end[op] = Some(finish);
+        done += 1;
+        for &d in &dependents[op] {
+            if let Res::Link(l) = ops[d].on {
+                if let Some(r) = deps_end(&ops[d].deps, &end) {
+                    ready[l].push(std::cmp::Reverse((Key(r), d)));
+                }
+            }
+        }
+    }
+    let mut events = Vec::with_capacity(ops.len());
+    for (i, o) in ops.iter().enumerate() {
+        let s = o.stage;
+        let gpus = Track::Gpus(plan.stages[s].gpus.clone());
+        let mb = o.mb as i64;
+        let start = start_of[i];
+        match o.kind {
+            OpKind::F => events.push(Event {
+                kind: EventKind::Forward,
+                stage: s,
+                micro_batch: Some(mb),
+                start,
+                end: start + o.duration,
+                track: gpus,
+            }),
+            OpKind::B => events.extend(backward_parts(&costs[s], s, mb, start, None, &gpus)),
+            OpKind::SendF | OpKind::SendB => events.push(Event {
+                kind: if o.kind == OpKind::SendF {
+                    EventKind::SendForward
+                } else {
+                    EventKind::SendBackward
+                },
+                stage: s,
+                micro_batch: Some(mb),
+                start,
+                end: start + o.duration,
+                track: Track::Link(plan.stages[s].gpus[0], plan.stages[s + 1].gpus[0]),
+            }),
+        }
+    }
+    // Gradient synchronisation of each group after its last backward.
+    for (p, &last) in free_group.iter().enumerate() {
+        let stages: Vec<usize> = (0..n).filter(|&s| position[s] == p).collect();
+        let sync: f64 = stages.iter().map(|&s| costs[s].grad_sync).sum();
+        if sync > 0.0 {
+            events.push(Event {
+                kind: EventKind::GradSync,
+                stage: stages[0],
+                micro_batch: None,
+                start: last,
+                end: last + sync,
+                track: Track::Gpus(plan.stages[stages[0]].gpus.clone()),
+            });
+        }
+    }
+    let end = events.iter().map(|e| e.end).fold(0.0, f64::max);
+    Ok(Timeline {
+        schedule: kind,
+        events,
+        memory: BTreeMap::new(),
+        period: None,
+        steady_from: None,
+        end,
+    })
+}
+
+/// Totally ordered time for the heaps (times are finite).
+#[derive(Debug, Clone, Copy)]
+struct Key(f64);
+impl PartialEq for Key {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other).is_eq()
+    }
+}
+impl Eq for Key {}
+impl PartialOrd for Key {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Key {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.0.total_cmp(&other.0)
+    }
+}
+
+fn deps_end(deps: &[usize], end: &[Option<f64>]) -> Option<f64> {
+    deps.iter()
+        .try_fold(0.0f64, |acc, &d| end[d].map(|e| acc.max(e)))
+}
