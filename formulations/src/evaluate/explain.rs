@@ -100,9 +100,15 @@ pub fn explain(inst: &Instance, plan: &Plan, ev: &Evaluation) -> Explanation {
             ));
         }
         let act_per_mb = c.act_per_mb;
+        let in_flight = ev.in_flight.get(s).copied().unwrap_or(0);
+        let batches = if in_flight == 1 {
+            "micro-batch"
+        } else {
+            "micro-batches"
+        };
         findings.push(format!(
             "GPU {} holds {} of {} ({:.0}%): states {} (weights {}, gradients {}, optimizer {}), \
-             activations {} ({} micro-batches in flight x {}), buffers {}, transient {}, \
+             activations {} ({in_flight} {batches} in flight x {}), buffers {}, transient {}, \
              reserved {}",
             busiest.gpu,
             fmt_bytes(busiest.total()),
@@ -113,7 +119,6 @@ pub fn explain(inst: &Instance, plan: &Plan, ev: &Evaluation) -> Explanation {
             fmt_bytes(busiest.gradients),
             fmt_bytes(busiest.optimizer),
             fmt_bytes(busiest.activations),
-            ev.in_flight.get(s).copied().unwrap_or(0),
             fmt_bytes(act_per_mb),
             fmt_bytes(busiest.buffers),
             fmt_bytes(busiest.transient),

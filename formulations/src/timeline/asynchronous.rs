@@ -1,9 +1,9 @@
 //! An asynchronous plan's timeline: the periodic pattern unrolled over its warm-up and periods.
 
-use super::{backward_parts, Event, EventKind, Timeline, Track};
+use super::{op_events, Timeline};
 use crate::cost::StageCost;
 use crate::instance::{Instance, ScheduleKind};
-use crate::plan::{OpKind, Plan};
+use crate::plan::Plan;
 use crate::simulate::timed_ops;
 use std::collections::BTreeMap;
 
@@ -27,42 +27,16 @@ pub(super) fn asynchronous(
             }
             let start = k as f64 * t + o.start;
             let s = o.id.stage;
-            let gpus = Track::Gpus(plan.stages[s].gpus.clone());
-            match o.id.op {
-                OpKind::F => events.push(Event {
-                    kind: EventKind::Forward,
-                    stage: s,
-                    micro_batch: Some(mb),
-                    start,
-                    end: start + o.duration,
-                    track: gpus,
-                }),
-                OpKind::B => {
-                    events.extend(backward_parts(
-                        &costs[s],
-                        s,
-                        mb,
-                        start,
-                        Some(costs[s].grad_sync),
-                        &gpus,
-                    ));
-                }
-                OpKind::SendF | OpKind::SendB => {
-                    let (a, b) = (plan.stages[s].gpus[0], plan.stages[s + 1].gpus[0]);
-                    events.push(Event {
-                        kind: if o.id.op == OpKind::SendF {
-                            EventKind::SendForward
-                        } else {
-                            EventKind::SendBackward
-                        },
-                        stage: s,
-                        micro_batch: Some(mb),
-                        start,
-                        end: start + o.duration,
-                        track: Track::Link(a, b),
-                    })
-                }
-            }
+            let sync = Some(costs[s].grad_sync);
+            events.extend(op_events(
+                plan,
+                &costs[s],
+                o.id.op,
+                s,
+                mb,
+                (start, o.duration),
+                sync,
+            ));
         }
     }
     let end = events.iter().map(|e| e.end).fold(0.0, f64::max);

@@ -9,8 +9,10 @@
 //!   backwards; GPipe: every forward, then every backward), each waiting for its inputs; a link
 //!   sends in the order its messages become ready; after its last backward a group synchronises
 //!   its gradients. The closed form the evaluator reports is `(m - 1) max + sum + sync`; the
-//!   simulation equals it when the stages are balanced and may end earlier otherwise (the
-//!   timeline states both).
+//!   simulation equals it for balanced stages without transfers, may end earlier when the stages
+//!   are unbalanced, and later when transfers lie on 1F1B's cycle of in-flight micro-batches,
+//!   which the closed form counts once (`docs/evaluator.md`, "Known limitations"; `trace`
+//!   records both).
 //!
 //! Every backward is split into its parts: waiting for swapped tensors, recomputation
 //! (DawnPiper's `recompute` and the forward of checkpointed layers again), the backward itself
@@ -29,7 +31,7 @@ use crate::cost::{cut_costs, stage_costs, StageCost};
 use crate::error::InputError;
 use crate::evaluate::one_f_one_b_star_pattern;
 use crate::instance::{Instance, ScheduleKind};
-use crate::plan::{Plan, Schedule};
+use crate::plan::{OpKind, Plan, Schedule};
 use asynchronous::asynchronous;
 use host::swap_transfers;
 use memory::memory;
@@ -194,6 +196,36 @@ pub fn timeline(inst: &Instance, plan: &Plan, periods: usize) -> Result<Timeline
     });
     t.memory = memory(inst, plan, &costs, &t.events, t.end);
     Ok(t)
+}
+
+/// The events of one operation `op` of `stage` on micro-batch `mb`, running `(start,
+/// duration)`: a forward, a backward in its parts (with the replicas' gradient synchronisation
+/// when `sync` is given), or a transfer to the next stage on the link between their first GPUs.
+fn op_events(
+    plan: &Plan,
+    c: &StageCost,
+    op: OpKind,
+    stage: usize,
+    mb: i64,
+    (start, duration): (f64, f64),
+    sync: Option<f64>,
+) -> Vec<Event> {
+    let gpus = Track::Gpus(plan.stages[stage].gpus.clone());
+    let event = |kind, track| Event {
+        kind,
+        stage,
+        micro_batch: Some(mb),
+        start,
+        end: start + duration,
+        track,
+    };
+    let link = || Track::Link(plan.stages[stage].gpus[0], plan.stages[stage + 1].gpus[0]);
+    match op {
+        OpKind::F => vec![event(EventKind::Forward, gpus)],
+        OpKind::B => backward_parts(c, stage, mb, start, sync, &gpus),
+        OpKind::SendF => vec![event(EventKind::SendForward, link())],
+        OpKind::SendB => vec![event(EventKind::SendBackward, link())],
+    }
 }
 
 /// A backward (with its gradient synchronisation when `sync` is given) split into its parts.

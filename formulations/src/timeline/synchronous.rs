@@ -1,6 +1,6 @@
 //! A synchronous plan's timeline (1F1B, GPipe): one iteration by discrete-event simulation.
 
-use super::{backward_parts, Event, EventKind, Timeline, Track};
+use super::{op_events, Event, EventKind, Timeline, Track};
 use crate::cost::{CutCost, StageCost};
 use crate::error::InputError;
 use crate::instance::ScheduleKind;
@@ -209,32 +209,16 @@ pub(super) fn synchronous(
     let mut events = Vec::with_capacity(ops.len());
     for (i, o) in ops.iter().enumerate() {
         let s = o.stage;
-        let gpus = Track::Gpus(plan.stages[s].gpus.clone());
-        let mb = o.mb as i64;
-        let start = start_of[i];
-        match o.kind {
-            OpKind::F => events.push(Event {
-                kind: EventKind::Forward,
-                stage: s,
-                micro_batch: Some(mb),
-                start,
-                end: start + o.duration,
-                track: gpus,
-            }),
-            OpKind::B => events.extend(backward_parts(&costs[s], s, mb, start, None, &gpus)),
-            OpKind::SendF | OpKind::SendB => events.push(Event {
-                kind: if o.kind == OpKind::SendF {
-                    EventKind::SendForward
-                } else {
-                    EventKind::SendBackward
-                },
-                stage: s,
-                micro_batch: Some(mb),
-                start,
-                end: start + o.duration,
-                track: Track::Link(plan.stages[s].gpus[0], plan.stages[s + 1].gpus[0]),
-            }),
-        }
+        let span = (start_of[i], o.duration);
+        events.extend(op_events(
+            plan,
+            &costs[s],
+            o.kind,
+            s,
+            o.mb as i64,
+            span,
+            None,
+        ));
     }
     // Gradient synchronisation of each group after its last backward.
     for (p, &last) in free_group.iter().enumerate() {
