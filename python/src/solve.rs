@@ -121,22 +121,7 @@ pub(crate) fn compare(
 /// Every algorithm: name, family, exact, description (as `pipeplan algorithms --json`).
 #[pyfunction]
 pub(crate) fn algorithms() -> String {
-    #[derive(serde::Serialize)]
-    struct Entry {
-        name: &'static str,
-        family: String,
-        exact: bool,
-        description: &'static str,
-    }
-    let entries: Vec<Entry> = registry::all()
-        .iter()
-        .map(|a| Entry {
-            name: a.name(),
-            family: a.family().to_string(),
-            exact: a.exact(),
-            description: a.description(),
-        })
-        .collect();
+    let entries = registry::entries();
     json(&entries)
 }
 

@@ -29,6 +29,32 @@ pub fn names() -> Vec<&'static str> {
     all().iter().map(|a| a.name()).collect()
 }
 
+/// One algorithm as `pipeplan algorithms` lists it (and Python's `algorithms()`).
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct AlgorithmEntry {
+    /// Algorithm name (`--algo`).
+    pub name: &'static str,
+    /// Its family.
+    pub family: String,
+    /// Whether its claimed objective is exact (proven optimal when its status is `Optimal`).
+    pub exact: bool,
+    /// What it does.
+    pub description: &'static str,
+}
+
+/// Every algorithm, in registry order.
+pub fn entries() -> Vec<AlgorithmEntry> {
+    all()
+        .iter()
+        .map(|a| AlgorithmEntry {
+            name: a.name(),
+            family: a.family().to_string(),
+            exact: a.exact(),
+            description: a.description(),
+        })
+        .collect()
+}
+
 /// One declared setting of one algorithm (`pipeplan algorithms --params`, Python `settings()`).
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct SettingEntry {

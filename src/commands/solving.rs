@@ -170,22 +170,7 @@ pub fn algorithms(a: AlgorithmsArgs) -> Result<(), Failure> {
     if a.params {
         return params(a.out);
     }
-    #[derive(serde::Serialize)]
-    struct Entry {
-        name: &'static str,
-        family: String,
-        exact: bool,
-        description: &'static str,
-    }
-    let entries: Vec<Entry> = registry::all()
-        .iter()
-        .map(|a| Entry {
-            name: a.name(),
-            family: a.family().to_string(),
-            exact: a.exact(),
-            description: a.description(),
-        })
-        .collect();
+    let entries = registry::entries();
     let text = match a.out.format() {
         Format::Json => report::json(&entries),
         Format::Csv => report::csv(&entries),
