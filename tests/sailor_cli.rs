@@ -330,33 +330,32 @@ fn import_from_sailor_needs_a_gpu_type_and_writes_a_valid_instance() {
     assert_eq!(v["cluster"]["gpus_per_node"], 2);
 }
 
+/// OPT-350's profiles on `gpu`, 4 nodes, micro-batch 1 (the OPT-350 `N4` runs), written to `to`.
+fn import_opt(root: &std::path::Path, gpu: &str, to: &std::path::Path) {
+    let config = root.join("Planner/simulations/configs/training_config_opt_350.json");
+    let out = pipeplan(&[
+        "import",
+        "--from",
+        "sailor",
+        config.to_str().unwrap(),
+        "--gpu-type",
+        gpu,
+        "--nodes",
+        "4",
+        "--batch",
+        "1",
+        "-o",
+        to.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+}
+
 #[test]
 fn evaluate_plan_from_sailor_judges_a_measured_run_as_accuracy_does() {
     let Some(root) = sailor() else { return };
     let dir = tempfile::tempdir().unwrap();
     let inst = dir.path().join("opt.json");
-    let config = root
-        .join("Planner/simulations/configs/training_config_opt_350.json")
-        .display()
-        .to_string();
-    // The runs' profiles on `gpu`, 4 nodes, micro-batch 1, written to `to`.
-    let import = |gpu: &str, to: &std::path::Path| {
-        let out = pipeplan(&[
-            "import",
-            "--from",
-            "sailor",
-            &config,
-            "--gpu-type",
-            gpu,
-            "--nodes",
-            "4",
-            "--batch",
-            "1",
-            "-o",
-            to.to_str().unwrap(),
-        ]);
-        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    };
+    let import = |gpu: &str, to: &std::path::Path| import_opt(&root, gpu, to);
     import("GH-96", &inst);
     let table = stdout(&pipeplan(&[
         "evaluate",
@@ -433,6 +432,76 @@ fn evaluate_plan_from_sailor_judges_a_measured_run_as_accuracy_does() {
         ),
         "{e}"
     );
+}
+
+#[test]
+fn a_runtimes_plan_file_is_traced_plotted_and_explained_as_it_is_evaluated() {
+    let Some(root) = sailor() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let inst = dir.path().join("opt.json");
+    import_opt(&root, "GH-96", &inst);
+    let run = gh200_run(&root, "OPT-350/N4/plan_config_N4_D2.json");
+    let (run, inst) = (run.to_str().unwrap(), inst.to_str().unwrap());
+    let ok = |args: &[&str]| {
+        let out = pipeplan(args);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {}", stderr(&out));
+        out
+    };
+    let from = ["--plan-from", "sailor"];
+    let ev: Value = serde_json::from_str(&stdout(&ok(&[
+        &["evaluate", run, inst, "--json"][..],
+        &from,
+    ]
+    .concat())))
+    .unwrap();
+    let iteration = ev["iteration_ms"].as_f64().unwrap();
+
+    // trace: the evaluator's verdict beside the simulation of the two stages of two replicas.
+    let trace: Value =
+        serde_json::from_str(&stdout(&ok(&[&["trace", run, inst][..], &from].concat()))).unwrap();
+    let meta = &trace["otherData"];
+    assert_eq!(meta["evaluated_iteration_ms"].as_f64(), Some(iteration));
+    let cats: std::collections::BTreeSet<&str> = trace["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|e| e["cat"].as_str())
+        .collect();
+    for want in ["forward", "backward", "send activation", "send gradient"] {
+        assert!(cats.contains(want), "{want}: {cats:?}");
+    }
+    let end = meta["simulated_end_ms"].as_f64().unwrap();
+    assert!(
+        (end - iteration).abs() < 0.05 * iteration,
+        "{end} vs {iteration}"
+    );
+
+    // explain: the instance's machines, both stages.
+    let text = stdout(&ok(&[&["explain", run, inst][..], &from].concat()));
+    assert!(text.contains("16 GH-96 GPUs (4 per node)"), "{text}");
+    assert!(
+        text.contains("stage 0") && text.contains("stage 1"),
+        "{text}"
+    );
+
+    // plot: a chart titled after the plan file.
+    let svg = dir.path().join("plan.svg");
+    let svg_arg = svg.to_str().unwrap();
+    ok(&[&["plot", run, inst, "-o", svg_arg][..], &from].concat());
+    let drawn = std::fs::read_to_string(&svg).unwrap();
+    assert!(drawn.starts_with("<svg") && drawn.contains("plan_config_N4_D2"));
+
+    // Without --plan-from the runtime's file is not a plan, and its options need the format.
+    let out = pipeplan(&["trace", run, inst]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("plan_config_N4_D2.json"),
+        "{}",
+        stderr(&out)
+    );
+    let out = pipeplan(&["explain", run, inst, "--repair-layers"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("--plan-from"), "{}", stderr(&out));
 }
 
 #[test]

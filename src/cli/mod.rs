@@ -219,6 +219,17 @@ pub struct EvaluateArgs {
     pub plan: PathBuf,
     /// Instance file (`-` reads standard input).
     pub instance: PathBuf,
+    #[command(flatten)]
+    pub from: PlanFromArgs,
+    #[command(flatten)]
+    pub out: OutputArgs,
+    #[command(flatten)]
+    pub calibration: CalibrationArgs,
+}
+
+/// A plan file in a runtime's format, for every command that reads a plan to judge it.
+#[derive(Debug, Clone, Default, Args)]
+pub struct PlanFromArgs {
     /// Read the plan file in a runtime's format: `galvatron` (the engine's output config),
     /// `pipedream` (a runtime configuration, with `--modules`) or `sailor` (a Sailor plan file,
     /// e.g. a measured run's `plan_config_*.json`).
@@ -232,10 +243,6 @@ pub struct EvaluateArgs {
     /// one missing, when exactly one such change makes it valid, and say so on standard error
     #[arg(long, requires = "plan_from")]
     pub repair_layers: bool,
-    #[command(flatten)]
-    pub out: OutputArgs,
-    #[command(flatten)]
-    pub calibration: CalibrationArgs,
 }
 
 /// The evaluator's constants, for every command that evaluates.
@@ -250,7 +257,8 @@ pub struct CalibrationArgs {
 /// `pipeplan trace`.
 #[derive(Debug, Args)]
 pub struct TraceArgs {
-    /// Plan file, or a solution file from `solve -o` / `solve --json`.
+    /// Plan file, or a solution file from `solve -o` / `solve --json`; with `--plan-from`, the
+    /// runtime's file.
     pub plan: PathBuf,
     /// Instance file (`-` reads standard input).
     pub instance: PathBuf,
@@ -261,16 +269,20 @@ pub struct TraceArgs {
     #[arg(long, default_value_t = 3)]
     pub periods: usize,
     #[command(flatten)]
+    pub from: PlanFromArgs,
+    #[command(flatten)]
     pub calibration: CalibrationArgs,
 }
 
 /// `pipeplan explain`.
 #[derive(Debug, Args)]
 pub struct ExplainArgs {
-    /// Plan file, or a solution file from `solve -o`.
+    /// Plan file, or a solution file from `solve -o`; with `--plan-from`, the runtime's file.
     pub plan: PathBuf,
     /// Instance file (`-` reads standard input).
     pub instance: PathBuf,
+    #[command(flatten)]
+    pub from: PlanFromArgs,
     #[command(flatten)]
     pub calibration: CalibrationArgs,
     #[command(flatten)]
@@ -289,7 +301,8 @@ pub enum ImageFormat {
 /// `pipeplan plot`.
 #[derive(Debug, Args)]
 pub struct PlotArgs {
-    /// Plan file, or a solution file from `solve -o` (its claimed memory is drawn too).
+    /// Plan file, or a solution file from `solve -o` (its claimed memory is drawn too); with
+    /// `--plan-from`, the runtime's file.
     pub plan: PathBuf,
     /// Instance file (`-` reads standard input).
     pub instance: PathBuf,
@@ -302,6 +315,8 @@ pub struct PlotArgs {
     /// Asynchronous plans: periods shown after the warm-up.
     #[arg(long, default_value_t = 3)]
     pub periods: usize,
+    #[command(flatten)]
+    pub from: PlanFromArgs,
     #[command(flatten)]
     pub calibration: CalibrationArgs,
 }

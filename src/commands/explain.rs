@@ -7,7 +7,7 @@ use pipeplan_formulations::evaluate::explain::explain;
 
 /// Runs `explain`.
 pub fn run(a: ExplainArgs) -> Result<(), Failure> {
-    let j = Judged::read(&a.plan, &a.instance, &a.calibration)?;
+    let j = Judged::read(&a.plan, &a.instance, &a.from, &a.calibration)?;
     let inst = &j.inst;
     let x = explain(inst, &j.plan, &j.ev);
     let text = match a.out.format() {

@@ -1,8 +1,8 @@
-//! `export`: a plan in a training runtime's format; and the plan files of runtimes read back
-//! for `evaluate --plan-from`.
+//! `export`: a plan in a training runtime's format (read back by `--plan-from`, which
+//! [`super::Judged::read`] handles for every command that judges a plan).
 
 use super::{read_instance, write_or_print, Failure};
-use crate::cli::{EvaluateArgs, ExportArgs};
+use crate::cli::ExportArgs;
 use pipeplan_formulations::error::read_text;
 use pipeplan_formulations::evaluate::evaluate as judge;
 use pipeplan_formulations::export::{export, layout, ExportError, Inexpressible, RuntimePlan};
@@ -83,16 +83,4 @@ fn summary(e: &Evaluation) -> String {
         fmt_bytes(e.max_memory),
         if e.fits { "" } else { ", does NOT fit" }
     )
-}
-
-/// The plan of `evaluate`: a plan or solution file, or a runtime's file with `--plan-from`.
-pub fn plan_of(a: &EvaluateArgs, inst: &Instance) -> Result<Option<RuntimePlan>, Failure> {
-    let Some(format) = a.plan_from else {
-        return Ok(None);
-    };
-    let noted = format.read_path(&a.plan, a.modules.as_deref(), a.repair_layers, inst)?;
-    for m in noted.messages(&a.plan, "--repair-layers") {
-        eprintln!("note: {m}");
-    }
-    Ok(Some(noted.plan))
 }

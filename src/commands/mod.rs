@@ -14,7 +14,7 @@ pub mod suite;
 pub mod sweep;
 mod trace;
 
-use crate::cli::{CalibrationArgs, Command, OutputArgs, Reproduce};
+use crate::cli::{CalibrationArgs, Command, OutputArgs, PlanFromArgs, Reproduce};
 use pipeplan_formulations::InputError;
 use pipeplan_solvers::algorithm::SolveError;
 use std::path::Path;
@@ -201,14 +201,25 @@ pub struct Judged<'a> {
 }
 
 impl<'a> Judged<'a> {
-    /// Reads both files and evaluates.
+    /// Reads both files (the plan in a runtime's format with `--plan-from`) and evaluates.
     pub fn read(
         plan_path: &'a Path,
         inst_path: &'a Path,
+        from: &PlanFromArgs,
         cal: &CalibrationArgs,
     ) -> Result<Judged<'a>, InputError> {
         let inst = read_calibrated(inst_path, cal)?;
-        let plan = read_plan(plan_path)?;
+        let plan = match from.plan_from {
+            None => read_plan(plan_path)?,
+            Some(format) => {
+                let modules = from.modules.as_deref();
+                let noted = format.read_path(plan_path, modules, from.repair_layers, &inst)?;
+                for m in noted.messages(plan_path, "--repair-layers") {
+                    eprintln!("note: {m}");
+                }
+                noted.plan.plan
+            }
+        };
         let ev = pipeplan_formulations::evaluate(&inst, &plan)
             .map_err(|e| blame(plan_path, inst_path, e))?;
         Ok(Judged {

@@ -26,7 +26,7 @@ fn solution_facts(path: &Path) -> (Option<String>, Option<Vec<f64>>) {
 
 /// Runs `plot`.
 pub fn run(a: PlotArgs) -> Result<(), Failure> {
-    let j = Judged::read(&a.plan, &a.instance, &a.calibration)?;
+    let j = Judged::read(&a.plan, &a.instance, &a.from, &a.calibration)?;
     let (inst, plan, ev) = (&j.inst, &j.plan, &j.ev);
     let t = timeline(inst, plan, a.periods).map_err(|e| j.blame(e))?;
     let memory = memory_breakdown(inst, plan, ev);

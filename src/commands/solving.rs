@@ -4,7 +4,6 @@ use super::{write_or_print, Failure, Format, NO_PLAN};
 use crate::cli::{AlgorithmsArgs, CompareArgs, EvaluateArgs, OutputArgs, SolveArgs, SolveFlags};
 use crate::report::{self, Record};
 use crate::table::Table;
-use pipeplan_formulations::evaluate::evaluate as judge;
 use pipeplan_formulations::Instance;
 use pipeplan_solvers::algorithm::{Algorithm, SolveError, SolveOptions};
 use pipeplan_solvers::{harness, registry};
@@ -144,19 +143,8 @@ pub fn compare(a: CompareArgs) -> Result<(), Failure> {
 
 /// `pipeplan evaluate`.
 pub fn evaluate(a: EvaluateArgs) -> Result<(), Failure> {
-    let inst = super::read_calibrated(&a.instance, &a.calibration)?;
-    let plan = match super::export::plan_of(&a, &inst)? {
-        Some(rp) => rp.plan,
-        None => super::read_plan(&a.plan)?,
-    };
-    let e = judge(&inst, &plan).map_err(|e| {
-        let file = if e.is_about_plan() {
-            &a.plan
-        } else {
-            &a.instance
-        };
-        e.in_file(file)
-    })?;
+    let j = super::Judged::read(&a.plan, &a.instance, &a.from, &a.calibration)?;
+    let (inst, plan, e) = (j.inst, j.plan, j.ev);
     let text = match a.out.format() {
         Format::Json => report::json(&e),
         Format::Csv => report::csv(&[Record::of_evaluation(&inst, &plan, &e)]),

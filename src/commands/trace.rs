@@ -7,7 +7,7 @@ use serde_json::json;
 
 /// Runs `trace`.
 pub fn run(a: TraceArgs) -> Result<(), Failure> {
-    let j = Judged::read(&a.plan, &a.instance, &a.calibration)?;
+    let j = Judged::read(&a.plan, &a.instance, &a.from, &a.calibration)?;
     let (inst, plan, ev) = (&j.inst, &j.plan, &j.ev);
     let t = timeline(inst, plan, a.periods).map_err(|e| j.blame(e))?;
     let meta = json!({
