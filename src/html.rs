@@ -167,9 +167,8 @@ fn plan_section(inst: &Instance, sol: &Solution) -> Result<String, String> {
         esc(&sol.algorithm),
         if ev.fits { "fits" } else { "does not fit" }
     );
-    let title = format!("{} on {}", sol.algorithm, inst.name);
     let claimed = sol.claimed.peak_memory.as_deref();
-    match charts::plan_chart(&title, inst, &sol.plan, ev, claimed, 2) {
+    match charts::plan_chart(&sol.algorithm, inst, &sol.plan, ev, claimed, 2) {
         Ok(svg) => s.push_str(&format!("<div class=\"chart plan-chart\">{svg}</div>")),
         Err(e) => s.push_str(&format!("<p>no chart: {}</p>", esc(&e))),
     }

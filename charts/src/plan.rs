@@ -65,10 +65,17 @@ fn tracks(t: &Timeline) -> Vec<(String, Track)> {
     out
 }
 
-/// The chart of a plan the evaluator judged (`ev`): the simulator's timeline over `periods`
-/// periods (or iterations) and the evaluator's memory breakdown, drawn by [`plan_svg`].
+/// The title of a plan's chart: what made the plan (an algorithm, a file), the instance, and the
+/// GPUs the plan uses.
+pub fn plan_title(name: &str, inst: &Instance, ev: &Evaluation) -> String {
+    format!("{name} on {} ({} GPUs)", inst.name, ev.gpus_used)
+}
+
+/// The chart of a plan the evaluator judged (`ev`), titled by [`plan_title`]: the simulator's
+/// timeline over `periods` periods (or iterations) and the evaluator's memory breakdown, drawn
+/// by [`plan_svg`].
 pub fn plan_chart(
-    title: &str,
+    name: &str,
     inst: &Instance,
     plan: &Plan,
     ev: &Evaluation,
@@ -77,7 +84,13 @@ pub fn plan_chart(
 ) -> Result<String, String> {
     let t = timeline(inst, plan, periods).map_err(|e| e.to_string())?;
     let memory = memory_breakdown(inst, plan, ev);
-    plan_svg(title, &t, &memory, claimed, ev.memory_limit)
+    plan_svg(
+        &plan_title(name, inst, ev),
+        &t,
+        &memory,
+        claimed,
+        ev.memory_limit,
+    )
 }
 
 /// A plan's chart: the schedule (Gantt) above the memory bars of every GPU (evaluated parts,

@@ -45,6 +45,7 @@ __all__ = [
     "evaluate",
     "compare",
     "accuracy",
+    "plan_chart",
     "accuracy_chart",
     "Chart",
     "calibrate",
@@ -209,13 +210,7 @@ class Solution:
                 "this solution carries no instance (make it with pipeplan.solve or "
                 "pipeplan.compare); pipeplan.evaluate(solution, instance) judges it"
             )
-        return _native.plan_svg(
-            json.dumps(self.plan),
-            self._instance,
-            f"{self.algorithm} on {self.instance}",
-            self.claimed.get("peak_memory"),
-            periods,
-        )
+        return plan_chart(self, self._instance, periods=periods)
 
     def _repr_html_(self) -> str:
         """Jupyter: the plan's chart (:meth:`chart_svg`), then its stages and the claimed
@@ -461,28 +456,82 @@ def evaluate(
     """
     inst = _calibrated(_instance(instance), calibration)
     if plan_from is not None:
-        if isinstance(plan, (Solution, Mapping)):
-            raise TypeError("with plan_from, plan is the path of the runtime's plan file")
-        data, _record, told = _native.evaluate_file(
-            plan_from,
-            os.fspath(plan),
-            _fspath(modules),
-            repair_layers,
-            inst,
-        )
-        for line in told:
-            warnings.warn(line, UserWarning, stacklevel=2)
+        data, _plan = _plan_file(plan, plan_from, modules, repair_layers, inst)
         return json.loads(data)
+    plan, _name, _claimed = _plan_of(plan, modules, repair_layers)
+    data, _record = _native.evaluate(json.dumps(plan), inst)
+    return json.loads(data)
+
+
+def plan_chart(
+    plan: Union[Solution, Mapping[str, Any], str, PathLike],
+    instance: InstanceLike,
+    *,
+    periods: int = 3,
+    calibration: Optional[PathLike] = None,
+    plan_from: Optional[str] = None,
+    modules: Optional[PathLike] = None,
+    repair_layers: bool = False,
+) -> Chart:
+    """A plan's chart as ``pipeplan plot`` draws it: the simulator's schedule over ``periods``
+    periods (or one iteration) above every GPU's memory (evaluated parts, a solution's claimed
+    peak as a tick, the GPU's memory as a red line). Returns a :class:`Chart` (SVG text; Jupyter
+    shows it).
+
+    ``plan`` and the keywords are those of :func:`evaluate`: a :class:`Solution`, a plan or
+    solution dict or JSON text, or with ``plan_from`` the path of a runtime's plan file. The
+    title names the solution's algorithm, else the runtime file's name, else ``plan``. Raises
+    as :func:`evaluate` does.
+    """
+    inst = _calibrated(_instance(instance), calibration)
+    if plan_from is not None:
+        _data, plan_json = _plan_file(plan, plan_from, modules, repair_layers, inst)
+        name = os.path.splitext(os.path.basename(os.fspath(plan)))[0]
+        return Chart(_native.plan_svg(plan_json, inst, name, None, periods))
+    plan, name, claimed = _plan_of(plan, modules, repair_layers)
+    return Chart(_native.plan_svg(json.dumps(plan), inst, name, claimed, periods))
+
+
+def _plan_file(
+    path: Any,
+    plan_from: str,
+    modules: Optional[PathLike],
+    repair_layers: bool,
+    inst: Instance,
+) -> Tuple[str, str]:
+    """A runtime's plan file read and judged on ``inst``; what the CLI tells on standard error
+    comes as warnings. Returns the evaluation's JSON and the plan's."""
+    if isinstance(path, (Solution, Mapping)):
+        raise TypeError("with plan_from, plan is the path of the runtime's plan file")
+    data, _record, told, plan_json = _native.evaluate_file(
+        plan_from,
+        os.fspath(path),
+        _fspath(modules),
+        repair_layers,
+        inst,
+    )
+    for line in told:
+        warnings.warn(line, UserWarning, stacklevel=3)
+    return data, plan_json
+
+
+def _plan_of(
+    plan: Union[Solution, Mapping[str, Any], str],
+    modules: Optional[PathLike],
+    repair_layers: bool,
+) -> Tuple[Any, str, Optional[List[float]]]:
+    """A plan given as a :class:`Solution`, a plan or solution dict, or JSON text of either: the
+    plan, what made it (a solution's algorithm, else ``plan``) and its claimed peak memory."""
     if modules is not None or repair_layers:
         raise TypeError("modules and repair_layers read a runtime's plan file: give plan_from")
     if isinstance(plan, Solution):
-        plan = plan.plan
+        return plan.plan, plan.algorithm, plan.claimed.get("peak_memory")
     if isinstance(plan, str):
         plan = json.loads(plan)
     if isinstance(plan, Mapping) and "stages" not in plan and "plan" in plan:
-        plan = plan["plan"]
-    data, _record = _native.evaluate(json.dumps(plan), inst)
-    return json.loads(data)
+        claimed = (plan.get("claimed") or {}).get("peak_memory")
+        return plan["plan"], plan.get("algorithm") or "plan", claimed
+    return plan, "plan", None
 
 
 def _frame(records: List[Dict[str, Any]]) -> Any:

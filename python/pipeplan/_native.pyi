@@ -71,18 +71,18 @@ def evaluate_file(
     modules: Optional[str],
     repair_layers: bool,
     instance: Instance,
-) -> Tuple[str, str, List[str]]:
+) -> Tuple[str, str, List[str], str]:
     """A runtime's plan file judged (``pipeplan evaluate --plan-from``): the evaluation's JSON,
-    its CSV record's JSON, and the notes for the user."""
+    its CSV record's JSON, the notes for the user, and the plan's JSON."""
 
 def plan_svg(
     plan: str,
     instance: Instance,
-    title: str,
+    name: str,
     claimed_peak_memory: Optional[List[float]],
     periods: int,
 ) -> str:
-    """A judged plan's chart as SVG text (``pipeplan plot``)."""
+    """A judged plan's chart as SVG text (``pipeplan plot``), titled after ``name``."""
 
 def algorithms() -> str: ...
 def settings() -> str: ...

@@ -26,7 +26,7 @@ pub(crate) fn evaluate(
 
 /// Judges a runtime's plan file (`format`: `galvatron`, `pipedream` or `sailor`) on `instance`
 /// (as `pipeplan evaluate --plan-from FORMAT --json`); returns the evaluation's JSON, its CSV
-/// record's JSON, and what to tell the user (what was mended, then the notes).
+/// record's JSON, what to tell the user (what was mended, then the notes), and the plan's JSON.
 #[pyfunction]
 #[pyo3(signature = (format, path, modules, repair_layers, instance))]
 pub(crate) fn evaluate_file(
@@ -36,7 +36,7 @@ pub(crate) fn evaluate_file(
     modules: Option<PathBuf>,
     repair_layers: bool,
     instance: &Bound<'_, PyInstance>,
-) -> PyResult<(String, String, Vec<String>)> {
+) -> PyResult<(String, String, Vec<String>, String)> {
     let inst = &instance.get().inner;
     let format: PlanFormat = format.parse().map_err(|e| error(py, "InstanceError", e))?;
     let noted = format
@@ -45,18 +45,20 @@ pub(crate) fn evaluate_file(
     let plan = &noted.plan.plan;
     let e = judge(inst, plan).map_err(|e| input_error(py, &e))?;
     let told = noted.messages(&path, "repair_layers");
-    Ok((json(&e), json(&Record::of_evaluation(inst, plan, &e)), told))
+    let record = json(&Record::of_evaluation(inst, plan, &e));
+    Ok((json(&e), record, told, json(plan)))
 }
 
-/// A judged plan's chart as SVG text (as `pipeplan plot` draws it): the simulator's timeline
-/// over `periods` periods above every GPU's memory, the claimed peaks as ticks when given.
+/// A judged plan's chart as SVG text (as `pipeplan plot` draws it), titled after `name` (what
+/// made the plan): the simulator's timeline over `periods` periods above every GPU's memory,
+/// the claimed peaks as ticks when given.
 #[pyfunction]
-#[pyo3(signature = (plan, instance, title, claimed_peak_memory, periods))]
+#[pyo3(signature = (plan, instance, name, claimed_peak_memory, periods))]
 pub(crate) fn plan_svg(
     py: Python<'_>,
     plan: &str,
     instance: &Bound<'_, PyInstance>,
-    title: &str,
+    name: &str,
     claimed_peak_memory: Option<Vec<f64>>,
     periods: usize,
 ) -> PyResult<String> {
@@ -64,6 +66,6 @@ pub(crate) fn plan_svg(
     let plan = Plan::from_json(plan).map_err(|e| input_error(py, &e))?;
     let ev = judge(inst, &plan).map_err(|e| input_error(py, &e))?;
     let claimed = claimed_peak_memory.as_deref();
-    pipeplan_charts::plan_chart(title, inst, &plan, &ev, claimed, periods)
+    pipeplan_charts::plan_chart(name, inst, &plan, &ev, claimed, periods)
         .map_err(|e| error(py, "InstanceError", e))
 }

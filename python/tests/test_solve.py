@@ -362,3 +362,35 @@ def test_evaluate_reads_a_runtimes_plan_file_as_the_cli_does(cli, sailor_root, t
         pipeplan.evaluate(run, gh200, plan_from="megatron")
     with pytest.raises(TypeError, match="plan_from"):
         pipeplan.evaluate({"stages": []}, gh200, plan_from="sailor")
+
+
+def test_plan_chart_of_a_solution_is_the_clis_plot(cli, tmp_path):
+    # Its algorithm in the title, its claimed peaks drawn, as `plot SOLUTION`.
+    inst = SMALL["resnet50"]()
+    sol = pipeplan.solve(inst, "madpipe", time_limit=10)
+    (tmp_path / "inst.json").write_text(inst.to_json())
+    (tmp_path / "sol.json").write_text(sol.to_json())
+    cli("plot", tmp_path / "sol.json", tmp_path / "inst.json", "-o", tmp_path / "cli.svg")
+    chart = pipeplan.plan_chart(sol, inst)
+    assert chart == (tmp_path / "cli.svg").read_text()
+    assert chart == pipeplan.plan_chart(sol.to_dict(), inst) == sol.chart_svg(periods=3)
+    assert f"madpipe on {inst.name} (" in chart and chart._repr_svg_() == chart
+    with pytest.raises(TypeError, match="plan_from"):
+        pipeplan.plan_chart(sol, inst, repair_layers=True)
+
+
+def test_plan_chart_of_a_runtimes_plan_file_is_the_clis_plot(cli, sailor_root, tmp_path):
+    config = sailor_root / "Planner" / "simulations" / "configs" / "training_config_opt_350.json"
+    run = (
+        sailor_root / "Planner" / "simulations" / "validation" / "clariden" / "OPT-350" / "N4"
+        / "plan_config_N4_D2.json"
+    )
+    gh200 = pipeplan.import_profile("sailor", config, gpu_type="GH-96", nodes=4, batch=1)
+    (tmp_path / "gh200.json").write_text(gh200.to_json())
+    cli("plot", "--plan-from", "sailor", run, tmp_path / "gh200.json", "-o", tmp_path / "run.svg")
+    chart = pipeplan.plan_chart(run, gh200, plan_from="sailor")
+    assert chart == (tmp_path / "run.svg").read_text()
+    assert "plan_config_N4_D2 on " in chart
+    a100 = pipeplan.import_profile("sailor", config, gpu_type="A100-40", nodes=4, batch=1)
+    with pytest.warns(UserWarning, match=r"its GPUs are GH-96, the instance's A100-40"):
+        pipeplan.plan_chart(run, a100, plan_from="sailor")

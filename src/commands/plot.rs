@@ -38,7 +38,7 @@ pub fn run(a: PlotArgs) -> Result<(), Failure> {
             .unwrap_or("plan")
             .to_string()
     });
-    let title = format!("{name} on {} ({} GPUs)", inst.name, ev.gpus_used);
+    let title = charts::plan_title(&name, inst, ev);
     let svg = charts::plan_svg(&title, &t, &memory, claimed.as_deref(), ev.memory_limit)
         .map_err(Failure::input)?;
     write_image(&a.output, a.format, &svg)
