@@ -46,6 +46,7 @@ __all__ = [
     "compare",
     "accuracy",
     "plan_chart",
+    "trace",
     "accuracy_chart",
     "Chart",
     "calibrate",
@@ -490,6 +491,32 @@ def plan_chart(
         return Chart(_native.plan_svg(plan_json, inst, name, None, periods))
     plan, name, claimed = _plan_of(plan, modules, repair_layers)
     return Chart(_native.plan_svg(json.dumps(plan), inst, name, claimed, periods))
+
+
+def trace(
+    plan: Union[Solution, Mapping[str, Any], str, PathLike],
+    instance: InstanceLike,
+    *,
+    periods: int = 3,
+    calibration: Optional[PathLike] = None,
+    plan_from: Optional[str] = None,
+    modules: Optional[PathLike] = None,
+    repair_layers: bool = False,
+) -> Dict[str, Any]:
+    """A plan's timeline as ``pipeplan trace`` writes it: the Chrome trace-event document (open
+    it in Perfetto or ``chrome://tracing`` after ``json.dump``), one complete event per operation
+    and track (``traceEvents``, microseconds), a memory counter per GPU, and in ``otherData`` the
+    simulation's end beside the evaluator's iteration or period and peaks. ``periods``: periods
+    shown after the warm-up of an asynchronous plan.
+
+    ``plan`` and the keywords are those of :func:`evaluate`; raises as it does.
+    """
+    inst = _calibrated(_instance(instance), calibration)
+    if plan_from is not None:
+        _data, plan_json = _plan_file(plan, plan_from, modules, repair_layers, inst)
+    else:
+        plan_json = json.dumps(_plan_of(plan, modules, repair_layers)[0])
+    return json.loads(_native.trace(plan_json, inst, periods))
 
 
 def _plan_file(

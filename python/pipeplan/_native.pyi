@@ -84,6 +84,9 @@ def plan_svg(
 ) -> str:
     """A judged plan's chart as SVG text (``pipeplan plot``), titled after ``name``."""
 
+def trace(plan: str, instance: Instance, periods: int) -> str:
+    """A judged plan's timeline as ``pipeplan trace`` writes it (Chrome trace-event JSON)."""
+
 def algorithms() -> str: ...
 def settings() -> str: ...
 def models() -> str: ...

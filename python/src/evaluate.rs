@@ -1,10 +1,12 @@
-//! Judging a plan with the neutral evaluator (as `pipeplan evaluate` and `plot`).
+//! Judging a plan with the neutral evaluator (as `pipeplan evaluate`), and drawing or tracing it
+//! (as `plot` and `trace`).
 
 use crate::errors::{error, input_error};
 use crate::instance::PyInstance;
 use crate::json;
 use pipeplan_formulations::evaluate::evaluate as judge;
 use pipeplan_formulations::plan_from::PlanFormat;
+use pipeplan_formulations::timeline::trace::judged_trace;
 use pipeplan_formulations::Plan;
 use pipeplan_solvers::harness::Record;
 use pyo3::prelude::*;
@@ -68,4 +70,21 @@ pub(crate) fn plan_svg(
     let claimed = claimed_peak_memory.as_deref();
     pipeplan_charts::plan_chart(name, inst, &plan, &ev, claimed, periods)
         .map_err(|e| error(py, "InstanceError", e))
+}
+
+/// A judged plan's timeline as `pipeplan trace` writes it (Chrome trace-event JSON text), over
+/// `periods` periods (or one iteration).
+#[pyfunction]
+#[pyo3(signature = (plan, instance, periods))]
+pub(crate) fn trace(
+    py: Python<'_>,
+    plan: &str,
+    instance: &Bound<'_, PyInstance>,
+    periods: usize,
+) -> PyResult<String> {
+    let inst = &instance.get().inner;
+    let plan = Plan::from_json(plan).map_err(|e| input_error(py, &e))?;
+    let ev = judge(inst, &plan).map_err(|e| input_error(py, &e))?;
+    let (_, trace) = judged_trace(inst, &plan, &ev, periods).map_err(|e| input_error(py, &e))?;
+    Ok(json(&trace))
 }

@@ -364,7 +364,7 @@ def test_evaluate_reads_a_runtimes_plan_file_as_the_cli_does(cli, sailor_root, t
         pipeplan.evaluate({"stages": []}, gh200, plan_from="sailor")
 
 
-def test_plan_chart_of_a_solution_is_the_clis_plot(cli, tmp_path):
+def test_a_solutions_chart_and_trace_are_the_clis_plot_and_trace(cli, tmp_path):
     # Its algorithm in the title, its claimed peaks drawn, as `plot SOLUTION`.
     inst = SMALL["resnet50"]()
     sol = pipeplan.solve(inst, "madpipe", time_limit=10)
@@ -377,9 +377,15 @@ def test_plan_chart_of_a_solution_is_the_clis_plot(cli, tmp_path):
     assert f"madpipe on {inst.name} (" in chart and chart._repr_svg_() == chart
     with pytest.raises(TypeError, match="plan_from"):
         pipeplan.plan_chart(sol, inst, repair_layers=True)
+    # `trace SOLUTION`: the same document, at the CLI's periods and at others.
+    files = (tmp_path / "sol.json", tmp_path / "inst.json")
+    assert pipeplan.trace(sol, inst) == json.loads(cli("trace", *files).stdout)
+    ours = pipeplan.trace(sol.to_dict(), inst, periods=1)
+    assert ours == json.loads(cli("trace", *files, "--periods", "1").stdout)
+    assert ours["otherData"]["evaluated_period_ms"] == sol.evaluated["period_ms"]
 
 
-def test_plan_chart_of_a_runtimes_plan_file_is_the_clis_plot(cli, sailor_root, tmp_path):
+def test_a_runtimes_plan_files_chart_and_trace_are_the_clis(cli, sailor_root, tmp_path):
     config = sailor_root / "Planner" / "simulations" / "configs" / "training_config_opt_350.json"
     run = (
         sailor_root / "Planner" / "simulations" / "validation" / "clariden" / "OPT-350" / "N4"
@@ -391,6 +397,9 @@ def test_plan_chart_of_a_runtimes_plan_file_is_the_clis_plot(cli, sailor_root, t
     chart = pipeplan.plan_chart(run, gh200, plan_from="sailor")
     assert chart == (tmp_path / "run.svg").read_text()
     assert "plan_config_N4_D2 on " in chart
+    theirs = cli("trace", "--plan-from", "sailor", run, tmp_path / "gh200.json").stdout
+    ours = pipeplan.trace(run, gh200, plan_from="sailor")
+    assert ours == json.loads(theirs) and ours["otherData"]["schedule"] == "1f1b"
     a100 = pipeplan.import_profile("sailor", config, gpu_type="A100-40", nodes=4, batch=1)
     with pytest.warns(UserWarning, match=r"its GPUs are GH-96, the instance's A100-40"):
         pipeplan.plan_chart(run, a100, plan_from="sailor")

@@ -2,7 +2,11 @@
 //! (thread) per GPU and per link, one complete event (`"ph": "X"`, microseconds) per operation
 //! and GPU, and a memory counter (`"ph": "C"`) per GPU.
 
-use super::{EventKind, Timeline, Track};
+use super::{timeline, EventKind, Timeline, Track};
+use crate::error::InputError;
+use crate::evaluate::Evaluation;
+use crate::instance::Instance;
+use crate::plan::Plan;
 use serde_json::{json, Value};
 
 /// Process id of the GPU tracks.
@@ -28,6 +32,31 @@ fn short(kind: EventKind) -> &'static str {
         EventKind::SendForward => "send F",
         EventKind::SendBackward => "send B",
     }
+}
+
+/// What `pipeplan trace` writes: the timeline of `plan` on `inst` over `periods` periods (or one
+/// iteration), with the evaluator's verdict `ev` beside the simulation's in `otherData`.
+pub fn judged_trace(
+    inst: &Instance,
+    plan: &Plan,
+    ev: &Evaluation,
+    periods: usize,
+) -> Result<(Timeline, Value), InputError> {
+    let t = timeline(inst, plan, periods)?;
+    let meta = json!({
+        "generator": "pipeplan trace",
+        "instance": inst.name,
+        "schedule": t.schedule.to_string(),
+        "period_ms": t.period,
+        "steady_from_ms": t.steady_from,
+        "simulated_end_ms": t.end,
+        "evaluated_iteration_ms": ev.iteration_ms,
+        "evaluated_period_ms": ev.period_ms,
+        "evaluated_peak_memory": ev.peak_memory,
+        "memory_limit": ev.memory_limit,
+    });
+    let trace = chrome_trace(&t, meta);
+    Ok((t, trace))
 }
 
 /// The trace document; `meta` goes to `otherData` (instance, plan, evaluated figures).
