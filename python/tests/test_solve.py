@@ -340,13 +340,20 @@ def test_calibrate_writes_the_shipped_file(sailor_root, tmp_path):
         pipeplan.calibrate(runs.parent / "mit")
 
 
-def test_evaluate_reads_a_runtimes_plan_file_as_the_cli_does(cli, sailor_root, tmp_path):
+def _opt350_n4_d2(sailor_root):
+    """OPT-350's training config, its measured run `N4_D2`, and the instance of its profiles on
+    4 GH200 nodes at micro-batch 1."""
     config = sailor_root / "Planner" / "simulations" / "configs" / "training_config_opt_350.json"
     run = (
         sailor_root / "Planner" / "simulations" / "validation" / "clariden" / "OPT-350" / "N4"
         / "plan_config_N4_D2.json"
     )
     gh200 = pipeplan.import_profile("sailor", config, gpu_type="GH-96", nodes=4, batch=1)
+    return config, run, gh200
+
+
+def test_evaluate_reads_a_runtimes_plan_file_as_the_cli_does(cli, sailor_root, tmp_path):
+    config, run, gh200 = _opt350_n4_d2(sailor_root)
     path = tmp_path / "gh200.json"
     path.write_text(gh200.to_json())
     ours = pipeplan.evaluate(run, gh200, plan_from="sailor")
@@ -386,12 +393,7 @@ def test_a_solutions_chart_and_trace_are_the_clis_plot_and_trace(cli, tmp_path):
 
 
 def test_a_runtimes_plan_files_chart_and_trace_are_the_clis(cli, sailor_root, tmp_path):
-    config = sailor_root / "Planner" / "simulations" / "configs" / "training_config_opt_350.json"
-    run = (
-        sailor_root / "Planner" / "simulations" / "validation" / "clariden" / "OPT-350" / "N4"
-        / "plan_config_N4_D2.json"
-    )
-    gh200 = pipeplan.import_profile("sailor", config, gpu_type="GH-96", nodes=4, batch=1)
+    config, run, gh200 = _opt350_n4_d2(sailor_root)
     (tmp_path / "gh200.json").write_text(gh200.to_json())
     cli("plot", "--plan-from", "sailor", run, tmp_path / "gh200.json", "-o", tmp_path / "run.svg")
     chart = pipeplan.plan_chart(run, gh200, plan_from="sailor")
