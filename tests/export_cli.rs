@@ -77,10 +77,20 @@ fn an_inexpressible_plan_exits_2_with_the_nearest_plans_cost() {
     assert!(err.contains(") evaluates to "), "{err}");
     assert!(err.contains("samples/s"), "{err}");
     assert!(stdout(&o).is_empty(), "nothing written");
-    // PipeDream's runtime runs it.
+    // Under a calibration the nearest plan costs what the calibrated evaluator says.
+    let cal = support::root().join("calibrations/clariden-gh200.json");
+    let cal = cal.to_str().unwrap();
+    let calibrated = ["export", sol.to_str().unwrap(), &inst, "--calibration", cal];
+    let o = pipeplan(&[&calibrated[..], &["--to", "megatron"]].concat());
+    assert_eq!(o.status.code(), Some(2), "{}", stdout(&o));
+    let cost = |err: &str| err.split(") evaluates to ").nth(1).unwrap().to_string();
+    assert_ne!(cost(&stderr(&o)), cost(&err), "{}", stderr(&o));
+    // PipeDream's runtime runs it, and the file it gets does not depend on the constants.
     let o = pipeplan(&["export", sol.to_str().unwrap(), &inst, "--to", "pipedream"]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(stdout(&o).contains("stage_to_rank_map"));
+    let c = pipeplan(&[&calibrated[..], &["--to", "pipedream"]].concat());
+    assert_eq!(stdout(&c), stdout(&o));
     let _ = std::fs::remove_file(sol);
 }
 

@@ -389,6 +389,10 @@ pub struct ExportArgs {
     /// Write the file here instead of standard output (`-`: standard output).
     #[arg(long, short)]
     pub output: Option<PathBuf>,
+    /// The constants the nearest plan's cost is evaluated with, when the runtime cannot run the
+    /// plan (the exported file does not depend on them).
+    #[command(flatten)]
+    pub calibration: CalibrationArgs,
 }
 
 /// `pipeplan validate`.

@@ -1,7 +1,7 @@
 //! `export`: a plan in a training runtime's format (read back by `--plan-from`, which
 //! [`super::Judged::read`] handles for every command that judges a plan).
 
-use super::{read_instance, write_or_print, Failure};
+use super::{read_calibrated, write_or_print, Failure};
 use crate::cli::ExportArgs;
 use pipeplan_formulations::error::read_text;
 use pipeplan_formulations::evaluate::evaluate as judge;
@@ -13,7 +13,7 @@ use std::path::Path;
 
 /// `pipeplan export`.
 pub fn run(a: ExportArgs) -> Result<(), Failure> {
-    let inst = read_instance(&a.instance)?;
+    let inst = read_calibrated(&a.instance, &a.calibration)?;
     let rp =
         RuntimePlan::from_json(&read_text(&a.solution)?).map_err(|e| e.in_file(&a.solution))?;
     match export(a.to, &inst, &rp) {
