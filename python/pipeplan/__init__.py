@@ -47,6 +47,7 @@ __all__ = [
     "accuracy",
     "plan_chart",
     "trace",
+    "explain",
     "accuracy_chart",
     "Chart",
     "calibrate",
@@ -512,11 +513,42 @@ def trace(
     ``plan`` and the keywords are those of :func:`evaluate`; raises as it does.
     """
     inst = _calibrated(_instance(instance), calibration)
-    if plan_from is not None:
-        _data, plan_json = _plan_file(plan, plan_from, modules, repair_layers, inst)
-    else:
-        plan_json = json.dumps(_plan_of(plan, modules, repair_layers)[0])
+    plan_json = _plan_json(plan, plan_from, modules, repair_layers, inst)
     return json.loads(_native.trace(plan_json, inst, periods))
+
+
+def explain(
+    plan: Union[Solution, Mapping[str, Any], str, PathLike],
+    instance: InstanceLike,
+    *,
+    calibration: Optional[PathLike] = None,
+    plan_from: Optional[str] = None,
+    modules: Optional[PathLike] = None,
+    repair_layers: bool = False,
+) -> Dict[str, Any]:
+    """Why a plan's period or iteration and memory are what they are (``pipeplan explain
+    --json``): ``why`` (what sets the period or iteration, term by term) and per stage its
+    binding constraint (time or memory) and by how much, its loads and what fills its busiest
+    GPU, with the findings the CLI prints.
+
+    ``plan`` and the keywords are those of :func:`evaluate`; raises as it does.
+    """
+    inst = _calibrated(_instance(instance), calibration)
+    plan_json = _plan_json(plan, plan_from, modules, repair_layers, inst)
+    return json.loads(_native.explain(plan_json, inst))
+
+
+def _plan_json(
+    plan: Any,
+    plan_from: Optional[str],
+    modules: Optional[PathLike],
+    repair_layers: bool,
+    inst: Instance,
+) -> str:
+    """The plan as JSON text, from any form :func:`evaluate` accepts."""
+    if plan_from is not None:
+        return _plan_file(plan, plan_from, modules, repair_layers, inst, stacklevel=4)[1]
+    return json.dumps(_plan_of(plan, modules, repair_layers)[0])
 
 
 def _plan_file(
@@ -525,9 +557,11 @@ def _plan_file(
     modules: Optional[PathLike],
     repair_layers: bool,
     inst: Instance,
+    stacklevel: int = 3,
 ) -> Tuple[str, str]:
     """A runtime's plan file read and judged on ``inst``; what the CLI tells on standard error
-    comes as warnings. Returns the evaluation's JSON and the plan's."""
+    comes as warnings, pointing ``stacklevel`` frames up (the user's call). Returns the
+    evaluation's JSON and the plan's."""
     if isinstance(path, (Solution, Mapping)):
         raise TypeError("with plan_from, plan is the path of the runtime's plan file")
     data, _record, told, plan_json = _native.evaluate_file(
@@ -538,7 +572,7 @@ def _plan_file(
         inst,
     )
     for line in told:
-        warnings.warn(line, UserWarning, stacklevel=3)
+        warnings.warn(line, UserWarning, stacklevel=stacklevel)
     return data, plan_json
 
 

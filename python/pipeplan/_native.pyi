@@ -87,6 +87,9 @@ def plan_svg(
 def trace(plan: str, instance: Instance, periods: int) -> str:
     """A judged plan's timeline as ``pipeplan trace`` writes it (Chrome trace-event JSON)."""
 
+def explain(plan: str, instance: Instance) -> str:
+    """Why a judged plan's figures are what they are (``pipeplan explain --json``)."""
+
 def algorithms() -> str: ...
 def settings() -> str: ...
 def models() -> str: ...

@@ -1,5 +1,5 @@
-//! Judging a plan with the neutral evaluator (as `pipeplan evaluate`), and drawing or tracing it
-//! (as `plot` and `trace`).
+//! Judging a plan with the neutral evaluator (as `pipeplan evaluate`), explaining it (`explain`),
+//! and drawing or tracing it (`plot`, `trace`).
 
 use crate::errors::{error, input_error};
 use crate::instance::PyInstance;
@@ -87,4 +87,20 @@ pub(crate) fn trace(
     let ev = judge(inst, &plan).map_err(|e| input_error(py, &e))?;
     let (_, trace) = judged_trace(inst, &plan, &ev, periods).map_err(|e| input_error(py, &e))?;
     Ok(json(&trace))
+}
+
+/// Why a judged plan's period or iteration and memory are what they are, stage by stage, as
+/// `pipeplan explain --json` prints it (JSON text).
+#[pyfunction]
+pub(crate) fn explain(
+    py: Python<'_>,
+    plan: &str,
+    instance: &Bound<'_, PyInstance>,
+) -> PyResult<String> {
+    let inst = &instance.get().inner;
+    let plan = Plan::from_json(plan).map_err(|e| input_error(py, &e))?;
+    let ev = judge(inst, &plan).map_err(|e| input_error(py, &e))?;
+    Ok(json(&pipeplan_formulations::evaluate::explain::explain(
+        inst, &plan, &ev,
+    )))
 }

@@ -34,6 +34,7 @@ fn native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(evaluate::evaluate_file, m)?)?;
     m.add_function(wrap_pyfunction!(evaluate::plan_svg, m)?)?;
     m.add_function(wrap_pyfunction!(evaluate::trace, m)?)?;
+    m.add_function(wrap_pyfunction!(evaluate::explain, m)?)?;
     m.add_function(wrap_pyfunction!(solve::algorithms, m)?)?;
     m.add_function(wrap_pyfunction!(solve::settings, m)?)?;
     m.add_function(wrap_pyfunction!(instances::models, m)?)?;

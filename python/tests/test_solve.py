@@ -371,7 +371,7 @@ def test_evaluate_reads_a_runtimes_plan_file_as_the_cli_does(cli, sailor_root, t
         pipeplan.evaluate({"stages": []}, gh200, plan_from="sailor")
 
 
-def test_a_solutions_chart_and_trace_are_the_clis_plot_and_trace(cli, tmp_path):
+def test_a_solutions_chart_trace_and_explanation_are_the_clis(cli, tmp_path):
     # Its algorithm in the title, its claimed peaks drawn, as `plot SOLUTION`.
     inst = SMALL["resnet50"]()
     sol = pipeplan.solve(inst, "madpipe", time_limit=10)
@@ -390,9 +390,13 @@ def test_a_solutions_chart_and_trace_are_the_clis_plot_and_trace(cli, tmp_path):
     ours = pipeplan.trace(sol.to_dict(), inst, periods=1)
     assert ours == json.loads(cli("trace", *files, "--periods", "1").stdout)
     assert ours["otherData"]["evaluated_period_ms"] == sol.evaluated["period_ms"]
+    # `explain SOLUTION --json`: what sets the period, stage by stage.
+    ours = pipeplan.explain(sol, inst)
+    assert ours == json.loads(cli("explain", *files, "--json").stdout)
+    assert ours["why"][0].startswith("period") and len(ours["stages"]) == len(sol.plan["stages"])
 
 
-def test_a_runtimes_plan_files_chart_and_trace_are_the_clis(cli, sailor_root, tmp_path):
+def test_a_runtimes_plan_files_chart_trace_and_explanation_are_the_clis(cli, sailor_root, tmp_path):
     config, run, gh200 = _opt350_n4_d2(sailor_root)
     (tmp_path / "gh200.json").write_text(gh200.to_json())
     cli("plot", "--plan-from", "sailor", run, tmp_path / "gh200.json", "-o", tmp_path / "run.svg")
@@ -402,6 +406,8 @@ def test_a_runtimes_plan_files_chart_and_trace_are_the_clis(cli, sailor_root, tm
     theirs = cli("trace", "--plan-from", "sailor", run, tmp_path / "gh200.json").stdout
     ours = pipeplan.trace(run, gh200, plan_from="sailor")
     assert ours == json.loads(theirs) and ours["otherData"]["schedule"] == "1f1b"
+    theirs = cli("explain", "--plan-from", "sailor", run, tmp_path / "gh200.json", "--json").stdout
+    assert pipeplan.explain(run, gh200, plan_from="sailor") == json.loads(theirs)
     a100 = pipeplan.import_profile("sailor", config, gpu_type="A100-40", nodes=4, batch=1)
     with pytest.warns(UserWarning, match=r"its GPUs are GH-96, the instance's A100-40"):
         pipeplan.plan_chart(run, a100, plan_from="sailor")
