@@ -2,6 +2,8 @@
 //! Each test file uses a part of it.
 #![allow(dead_code)]
 
+pub mod sailor;
+
 use std::ffi::OsStr;
 use std::path::PathBuf;
 use std::process::{Command, Output};
