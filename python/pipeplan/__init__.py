@@ -20,7 +20,18 @@ import html
 import json
 import os
 import warnings
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import (
+    Any,
+    Dict,
+    Iterable,
+    List,
+    Mapping,
+    NamedTuple,
+    Optional,
+    Sequence,
+    Tuple,
+    Union,
+)
 
 from . import _native
 from ._errors import (
@@ -456,12 +467,10 @@ def evaluate(
     evaluator judges with. Raises :class:`InstanceError` for a plan that does not fit the
     instance (the message names the file or field) or a bad calibration file.
     """
-    inst = _calibrated(_instance(instance), calibration)
-    if plan_from is not None:
-        data, _plan = _plan_file(plan, plan_from, modules, repair_layers, inst)
-        return json.loads(data)
-    plan, _name, _claimed = _plan_of(plan, modules, repair_layers)
-    data, _record = _native.evaluate(json.dumps(plan), inst)
+    read = _read(plan, instance, calibration, plan_from, modules, repair_layers)
+    if read.evaluation is not None:
+        return json.loads(read.evaluation)
+    data, _record = _native.evaluate(read.plan, read.instance)
     return json.loads(data)
 
 
@@ -485,13 +494,8 @@ def plan_chart(
     title names the solution's algorithm, else the runtime file's name, else ``plan``. Raises
     as :func:`evaluate` does.
     """
-    inst = _calibrated(_instance(instance), calibration)
-    if plan_from is not None:
-        _data, plan_json = _plan_file(plan, plan_from, modules, repair_layers, inst)
-        name = os.path.splitext(os.path.basename(os.fspath(plan)))[0]
-        return Chart(_native.plan_svg(plan_json, inst, name, None, periods))
-    plan, name, claimed = _plan_of(plan, modules, repair_layers)
-    return Chart(_native.plan_svg(json.dumps(plan), inst, name, claimed, periods))
+    r = _read(plan, instance, calibration, plan_from, modules, repair_layers)
+    return Chart(_native.plan_svg(r.plan, r.instance, r.name, r.claimed, periods))
 
 
 def trace(
@@ -512,9 +516,8 @@ def trace(
 
     ``plan`` and the keywords are those of :func:`evaluate`; raises as it does.
     """
-    inst = _calibrated(_instance(instance), calibration)
-    plan_json = _plan_json(plan, plan_from, modules, repair_layers, inst)
-    return json.loads(_native.trace(plan_json, inst, periods))
+    r = _read(plan, instance, calibration, plan_from, modules, repair_layers)
+    return json.loads(_native.trace(r.plan, r.instance, periods))
 
 
 def explain(
@@ -533,66 +536,63 @@ def explain(
 
     ``plan`` and the keywords are those of :func:`evaluate`; raises as it does.
     """
-    inst = _calibrated(_instance(instance), calibration)
-    plan_json = _plan_json(plan, plan_from, modules, repair_layers, inst)
-    return json.loads(_native.explain(plan_json, inst))
+    r = _read(plan, instance, calibration, plan_from, modules, repair_layers)
+    return json.loads(_native.explain(r.plan, r.instance))
 
 
-def _plan_json(
+class _Read(NamedTuple):
+    """A plan read for judging, in any form :func:`evaluate` accepts."""
+
+    #: The instance, under the calibration when one is given.
+    instance: Instance
+    #: The plan as JSON text.
+    plan: str
+    #: What made it: a solution's algorithm, a runtime file's name, else ``plan``.
+    name: str
+    #: A solution's claimed peak memory per GPU.
+    claimed: Optional[List[float]]
+    #: A runtime's plan file is judged as it is read: the evaluation's JSON.
+    evaluation: Optional[str]
+
+
+def _read(
     plan: Any,
+    instance: InstanceLike,
+    calibration: Optional[PathLike],
     plan_from: Optional[str],
     modules: Optional[PathLike],
     repair_layers: bool,
-    inst: Instance,
-) -> str:
-    """The plan as JSON text, from any form :func:`evaluate` accepts."""
+) -> _Read:
+    """The instance and the plan of :func:`evaluate`, :func:`plan_chart`, :func:`trace` and
+    :func:`explain`. A runtime's plan file is read (``plan_from``) as the CLI reads it; what the
+    CLI tells on standard error comes as warnings at the user's call."""
+    inst = _calibrated(_instance(instance), calibration)
     if plan_from is not None:
-        return _plan_file(plan, plan_from, modules, repair_layers, inst, stacklevel=4)[1]
-    return json.dumps(_plan_of(plan, modules, repair_layers)[0])
-
-
-def _plan_file(
-    path: Any,
-    plan_from: str,
-    modules: Optional[PathLike],
-    repair_layers: bool,
-    inst: Instance,
-    stacklevel: int = 3,
-) -> Tuple[str, str]:
-    """A runtime's plan file read and judged on ``inst``; what the CLI tells on standard error
-    comes as warnings, pointing ``stacklevel`` frames up (the user's call). Returns the
-    evaluation's JSON and the plan's."""
-    if isinstance(path, (Solution, Mapping)):
-        raise TypeError("with plan_from, plan is the path of the runtime's plan file")
-    data, _record, told, plan_json = _native.evaluate_file(
-        plan_from,
-        os.fspath(path),
-        _fspath(modules),
-        repair_layers,
-        inst,
-    )
-    for line in told:
-        warnings.warn(line, UserWarning, stacklevel=stacklevel)
-    return data, plan_json
-
-
-def _plan_of(
-    plan: Union[Solution, Mapping[str, Any], str],
-    modules: Optional[PathLike],
-    repair_layers: bool,
-) -> Tuple[Any, str, Optional[List[float]]]:
-    """A plan given as a :class:`Solution`, a plan or solution dict, or JSON text of either: the
-    plan, what made it (a solution's algorithm, else ``plan``) and its claimed peak memory."""
+        if isinstance(plan, (Solution, Mapping)):
+            raise TypeError("with plan_from, plan is the path of the runtime's plan file")
+        data, _record, told, plan_json = _native.evaluate_file(
+            plan_from,
+            os.fspath(plan),
+            _fspath(modules),
+            repair_layers,
+            inst,
+        )
+        for line in told:
+            warnings.warn(line, UserWarning, stacklevel=3)
+        name = os.path.splitext(os.path.basename(os.fspath(plan)))[0]
+        return _Read(inst, plan_json, name, None, data)
     if modules is not None or repair_layers:
         raise TypeError("modules and repair_layers read a runtime's plan file: give plan_from")
+    name, claimed = "plan", None
     if isinstance(plan, Solution):
-        return plan.plan, plan.algorithm, plan.claimed.get("peak_memory")
-    if isinstance(plan, str):
+        plan, name, claimed = plan.plan, plan.algorithm, plan.claimed.get("peak_memory")
+    elif isinstance(plan, str):
         plan = json.loads(plan)
     if isinstance(plan, Mapping) and "stages" not in plan and "plan" in plan:
+        name = plan.get("algorithm") or name
         claimed = (plan.get("claimed") or {}).get("peak_memory")
-        return plan["plan"], plan.get("algorithm") or "plan", claimed
-    return plan, "plan", None
+        plan = plan["plan"]
+    return _Read(inst, json.dumps(plan), name, claimed, None)
 
 
 def _frame(records: List[Dict[str, Any]]) -> Any:
