@@ -3,8 +3,6 @@
 use super::{Failure, Judged};
 use crate::cli::{ImageFormat, PlotArgs};
 use pipeplan_charts as charts;
-use pipeplan_formulations::evaluate::breakdown::memory_breakdown;
-use pipeplan_formulations::timeline::timeline;
 use std::path::Path;
 
 /// The algorithm and the claimed peak memory per GPU of a solution file (none for a plan file).
@@ -28,8 +26,6 @@ fn solution_facts(path: &Path) -> (Option<String>, Option<Vec<f64>>) {
 pub fn run(a: PlotArgs) -> Result<(), Failure> {
     let j = Judged::read(&a.plan, &a.instance, &a.from, &a.calibration)?;
     let (inst, plan, ev) = (&j.inst, &j.plan, &j.ev);
-    let t = timeline(inst, plan, a.periods).map_err(|e| j.blame(e))?;
-    let memory = memory_breakdown(inst, plan, ev);
     let (algo, claimed) = solution_facts(&a.plan);
     let name = algo.unwrap_or_else(|| {
         a.plan
@@ -38,8 +34,8 @@ pub fn run(a: PlotArgs) -> Result<(), Failure> {
             .unwrap_or("plan")
             .to_string()
     });
-    let title = charts::plan_title(&name, inst, ev);
-    let svg = charts::plan_svg(&title, &t, &memory, claimed.as_deref(), ev.memory_limit)
+    // The plan passed the evaluator, so its timeline exists: an error here is a drawing error.
+    let svg = charts::plan_chart(&name, inst, plan, ev, claimed.as_deref(), a.periods)
         .map_err(Failure::input)?;
     write_image(&a.output, a.format, &svg)
 }
