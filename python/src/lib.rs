@@ -1,6 +1,6 @@
 //! `pipeplan._native`: the Python bindings of pipeplan's crates. The `pipeplan` package
-//! (`python/pipeplan/__init__.py`) wraps these functions in its public API; results cross the
-//! boundary as the library's own JSON (the `--json` output of the CLI), which Python parses.
+//! (`python/pipeplan/`) wraps these functions in its public API; results cross the boundary as
+//! the library's own JSON (the `--json` output of the CLI), which Python parses.
 //!
 //! Every call that solves runs on a worker thread while the calling thread waits without the GIL
 //! (`interrupt::wait_interruptibly`): other Python threads run meanwhile, and Ctrl-C (checked every

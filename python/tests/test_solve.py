@@ -5,6 +5,7 @@ import _thread
 import csv
 import io
 import json
+import pickle
 import signal
 import threading
 import time
@@ -138,6 +139,20 @@ def test_a_chart_needs_the_instance():
     page = bare._repr_html_()
     assert "<table>" in page and "<svg" not in page
     assert sol.chart_svg() != sol.chart_svg(periods=3)
+
+
+def test_a_solution_and_a_chart_pickle_under_the_packages_name():
+    # Worker processes (multiprocessing, dask) hand solutions back by pickle; the classes live in
+    # private modules but are known as pipeplan.Solution and pipeplan.Chart.
+    inst = SMALL["resnet50"]()
+    sol = pipeplan.solve(inst, "uniform")
+    assert repr(type(sol)) == "<class 'pipeplan.Solution'>"
+    back = pickle.loads(pickle.dumps(sol))
+    assert back == sol and back.record == sol.record
+    assert back.chart_svg(periods=1) == sol.chart_svg(periods=1)
+    chart = sol.chart_svg()
+    assert type(chart).__qualname__ == "Chart" and type(chart).__module__ == "pipeplan"
+    assert pickle.loads(pickle.dumps(chart)) == chart
 
 
 def test_compare_without_pandas_gives_dicts(monkeypatch):
