@@ -1,0 +1,188 @@
+//! Intra-stage strategies and checkpointing: what dp, tp, sdp and Ulysses divide, what a
+//! checkpointed stage keeps, a plan that chooses its micro-batch.
+
+use super::*;
+
+fn one_layer() -> Instance {
+    instance(&[(4.0, 8.0, 1000.0, 64.0, None)], 32.0, 4, 1e6)
+}
+
+#[test]
+fn data_parallel_divides_activations_not_states() {
+    let ev = evaluate(&one_layer(), &single_stage(2, 1, false)).unwrap();
+    // 3 W per GPU, input / dp, one micro-batch in flight.
+    assert_all_close(&ev.peak_memory, &[3016.0, 3016.0, 0.0, 0.0]);
+    // F 4 / 2, B 8 / 2 + all-reduce 2 (1/2) 1000 B / 1 MB/s = 1 ms.
+    assert_close(ev.period_ms.unwrap(), 7.0);
+    assert_close(ev.throughput, 8.0 / 7.0 * 1e3);
+    assert_eq!(ev.gpus_used, 2);
+    assert_close(ev.bubble, 0.0);
+}
+
+#[test]
+fn sharded_data_parallel_divides_states() {
+    let ev = evaluate(&one_layer(), &single_stage(2, 1, true)).unwrap();
+    assert_all_close(&ev.peak_memory, &[1516.0, 1516.0, 0.0, 0.0]);
+    // Reduce-scatter + two all-gathers: 1.5 x the all-reduce.
+    assert_close(ev.period_ms.unwrap(), 7.5);
+}
+
+/// A Ulysses stage of `tp` GPUs per replica.
+fn ulysses_stage(dp: u32, tp: u32, sdp: bool) -> Plan {
+    let mut plan = single_stage(dp, tp, sdp);
+    plan.stages[0].ulysses = true;
+    plan
+}
+
+#[test]
+fn ulysses_keeps_states_whole_and_shares_gradients_over_the_group() {
+    let ev = evaluate(&one_layer(), &ulysses_stage(1, 2, false)).unwrap();
+    // Whole states (3 W), activations / 2 as under tp.
+    assert_all_close(&ev.peak_memory, &[3016.0, 3016.0, 0.0, 0.0]);
+    // Each pass: work / 2 + all-to-all of the 64 B output over 2 GPUs (1/2 x 64 B at 1 MB/s =
+    // 0.032 ms); the gradients all-reduced over both GPUs (1 ms).
+    assert_close(ev.period_ms.unwrap(), 2.0 + 4.0 + 2.0 * 0.032 + 1.0);
+    // Under sdp the states are sharded over the whole group, the reduction 1.5 x.
+    let ev = evaluate(&one_layer(), &ulysses_stage(1, 2, true)).unwrap();
+    assert_all_close(&ev.peak_memory, &[1516.0, 1516.0, 0.0, 0.0]);
+    assert_close(ev.period_ms.unwrap(), 2.0 + 4.0 + 2.0 * 0.032 + 1.5);
+}
+
+#[test]
+fn ulysses_needs_a_tp_group() {
+    let err = evaluate(&one_layer(), &ulysses_stage(2, 1, false))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("plan.stages[0].ulysses"), "{err}");
+    assert!(err.contains("tp of at least 2"), "{err}");
+}
+
+#[test]
+fn tensor_parallel_divides_states_and_activations() {
+    let ev = evaluate(&one_layer(), &single_stage(1, 2, false)).unwrap();
+    assert_all_close(&ev.peak_memory, &[1516.0, 1516.0, 0.0, 0.0]);
+    // Each pass: work / 2 + all-reduce of the 64 B output over 2 GPUs (0.064 ms).
+    assert_close(ev.period_ms.unwrap(), 2.0 + 4.0 + 2.0 * 0.064);
+    assert_all_close(&ev.stage_time, &[6.128]);
+    // dp 2 x tp 2 on four GPUs: states / tp, activations / (dp tp); with sdp states / dp too.
+    let ev = evaluate(&one_layer(), &single_stage(2, 2, false)).unwrap();
+    assert_all_close(&ev.peak_memory, &[1508.0; 4]);
+    let ev = evaluate(&one_layer(), &single_stage(2, 2, true)).unwrap();
+    assert_all_close(&ev.peak_memory, &[758.0; 4]);
+}
+
+#[test]
+fn data_parallel_stage_divides_its_buffers() {
+    // Stage 0 on GPUs 0-1 (dp 2), stage 1 on GPU 2. Period = sum of loads: one group.
+    let inst = instance(
+        &[(2.0, 2.0, 100.0, 40.0, None), (1.0, 1.0, 100.0, 8.0, None)],
+        16.0,
+        3,
+        1e4,
+    );
+    let plan = Plan {
+        order: None,
+        stages: vec![
+            Stage {
+                dp: 2,
+                gpus: vec![0, 1],
+                ..Stage::single(0, 0, 0)
+            },
+            Stage::single(1, 1, 2),
+        ],
+        schedule: Schedule::Async {
+            period: Some(100.0),
+            pattern: None,
+        },
+    };
+    let ev = evaluate(&inst, &plan).unwrap();
+    assert_eq!(ev.in_flight, vec![1, 1]);
+    // GPU 0/1: 3 W + 16 / 2 + 2 x 40 / 2; GPU 2: 3 W + 40 + 2 x 40.
+    assert_all_close(&ev.peak_memory, &[348.0, 348.0, 420.0]);
+}
+
+#[test]
+fn checkpointing_keeps_the_input_and_one_transient() {
+    // l0 keeps 100 B for its backward (input 8); l1 keeps its input 4. The link: 4 B at 4 kB/s =
+    // 1 ms each way.
+    let inst = instance(
+        &[
+            (2.0, 3.0, 0.0, 4.0, Some(100.0)),
+            (1.0, 1.0, 0.0, 4.0, None),
+        ],
+        8.0,
+        2,
+        4e3,
+    );
+    let plain = eval(
+        &inst,
+        &[0, 1],
+        Schedule::Async {
+            period: None,
+            pattern: None,
+        },
+    );
+    // Loads 5, 2, 2 at T = 5: stage 0 in group 2.
+    assert_eq!(plain.in_flight, vec![2, 1]);
+    assert_all_close(&plain.peak_memory, &[2.0 * 100.0 + 8.0, 4.0 + 8.0]);
+    let mut plan = Plan::contiguous(
+        &[0, 1],
+        Schedule::Async {
+            period: None,
+            pattern: None,
+        },
+    );
+    plan.stages[0].checkpoint = vec![0];
+    let ck = evaluate(&inst, &plan).unwrap();
+    // The backward recomputes the forward: loads 7, 2, 2 at T = 7, still group 2.
+    assert_all_close(&ck.stage_time, &[7.0, 2.0]);
+    assert_close(ck.period_ms.unwrap(), 7.0);
+    assert_eq!(ck.in_flight, vec![2, 1]);
+    // 2 inputs of 8 B kept + one re-materialized layer (100 - 8) + buffers.
+    assert_all_close(&ck.peak_memory, &[2.0 * 8.0 + 92.0 + 8.0, 4.0 + 8.0]);
+    // Synchronous 1F1B, m = 2: stage 0 keeps 2.
+    plan.schedule = Schedule::OneFOneB {
+        micro_batches: Some(2),
+        micro_batch: None,
+    };
+    let ev = evaluate(&inst, &plan).unwrap();
+    assert_eq!(ev.in_flight, vec![2, 1]);
+    assert_all_close(&ev.peak_memory, &[2.0 * 8.0 + 92.0 + 8.0, 4.0 + 8.0]);
+    assert_close(ev.iteration_ms.unwrap(), 7.0 + 11.0);
+}
+
+#[test]
+fn a_plan_that_chooses_its_micro_batch_is_judged_at_it() {
+    // two_stage is profiled at 8 samples; a plan training 16 per micro-batch doubles every time
+    // and activation (loads 10, 4, 8 at m = 2) and is judged as the instance that trains 16.
+    let inst = two_stage();
+    let mut plan = Plan::contiguous(
+        &[0, 1],
+        Schedule::OneFOneB {
+            micro_batches: Some(2),
+            micro_batch: Some(16),
+        },
+    );
+    let ev = evaluate(&inst, &plan).unwrap();
+    assert_close(ev.iteration_ms.unwrap(), 10.0 + (10.0 + 4.0 + 8.0));
+    assert_close(ev.throughput, 2.0 * 16.0 / (32.0 / 1000.0));
+    assert!(ev.notes[0].contains("micro-batch of 16"), "{:?}", ev.notes);
+    plan.schedule = Schedule::OneFOneB {
+        micro_batches: Some(2),
+        micro_batch: None,
+    };
+    let mut same = evaluate(&inst.with_micro_batch(16), &plan).unwrap();
+    same.notes.insert(0, ev.notes[0].clone());
+    assert_eq!(ev, same);
+    // The instance's own size: no note, the same figures as without the field.
+    plan.schedule = Schedule::OneFOneB {
+        micro_batches: Some(2),
+        micro_batch: Some(8),
+    };
+    let own = evaluate(&inst, &plan).unwrap();
+    plan.schedule = Schedule::OneFOneB {
+        micro_batches: Some(2),
+        micro_batch: None,
+    };
+    assert_eq!(own, evaluate(&inst, &plan).unwrap());
+}
