@@ -165,26 +165,48 @@ pub fn read_calibrated(
     cal.apply(read_instance(path)?)
 }
 
-/// Reads a plan file, or the `plan` of a solution file.
-pub fn read_plan(path: &Path) -> Result<pipeplan_formulations::Plan, InputError> {
+/// A plan file, or a solution file's plan with what the solution says about it.
+pub struct PlanFile {
+    /// The plan.
+    pub plan: pipeplan_formulations::Plan,
+    /// The algorithm of a solution file.
+    pub algorithm: Option<String>,
+    /// The claimed peak memory per GPU of a solution file.
+    pub claimed_peaks: Option<Vec<f64>>,
+}
+
+/// Reads a plan file, or the `plan` of a solution file (with its algorithm and claimed peaks).
+pub fn read_plan(path: &Path) -> Result<PlanFile, InputError> {
     let text = pipeplan_formulations::error::read_text(path)?;
-    let inner = serde_json::from_str::<serde_json::Value>(&text)
+    let solution = serde_json::from_str::<serde_json::Value>(&text)
         .ok()
         .and_then(|v| match v {
-            serde_json::Value::Object(mut m) if !m.contains_key("stages") => m.remove("plan"),
+            serde_json::Value::Object(m) if !m.contains_key("stages") => Some(m),
             _ => None,
         });
-    let plan = match inner {
-        // A solution file: errors refer to its `plan` member.
-        Some(p) => {
-            pipeplan_formulations::Plan::from_json(&p.to_string()).map_err(|e| InputError::InFile {
-                file: format!("{} (member `plan`)", path.display()),
-                inner: Box::new(e),
-            })
-        }
-        None => pipeplan_formulations::Plan::from_json(&text).map_err(|e| e.in_file(path)),
+    let Some(mut solution) = solution.filter(|m| m.contains_key("plan")) else {
+        let plan = pipeplan_formulations::Plan::from_json(&text).map_err(|e| e.in_file(path))?;
+        return Ok(PlanFile {
+            plan,
+            algorithm: None,
+            claimed_peaks: None,
+        });
     };
-    plan
+    // A solution file: errors refer to its `plan` member.
+    let inner = solution.remove("plan").unwrap_or_default();
+    let plan = pipeplan_formulations::Plan::from_json(&inner.to_string()).map_err(|e| {
+        InputError::InFile {
+            file: format!("{} (member `plan`)", path.display()),
+            inner: Box::new(e),
+        }
+    })?;
+    let algorithm = solution.get("algorithm").and_then(|a| a.as_str());
+    let peaks = solution.get("claimed").and_then(|c| c.get("peak_memory"));
+    Ok(PlanFile {
+        plan,
+        algorithm: algorithm.map(str::to_string),
+        claimed_peaks: peaks.and_then(|m| serde_json::from_value(m.clone()).ok()),
+    })
 }
 
 /// A plan file judged against an instance file (under `cal`), for the commands that show a
@@ -196,6 +218,10 @@ pub struct Judged<'a> {
     pub plan: pipeplan_formulations::Plan,
     /// The neutral evaluator's verdict.
     pub ev: pipeplan_formulations::Evaluation,
+    /// The algorithm of a solution file (none for a plan or a runtime's file).
+    pub algorithm: Option<String>,
+    /// The claimed peak memory per GPU of a solution file.
+    pub claimed_peaks: Option<Vec<f64>>,
     plan_path: &'a Path,
     inst_path: &'a Path,
 }
@@ -209,7 +235,7 @@ impl<'a> Judged<'a> {
         cal: &CalibrationArgs,
     ) -> Result<Judged<'a>, InputError> {
         let inst = read_calibrated(inst_path, cal)?;
-        let plan = match from.plan_from {
+        let file = match from.plan_from {
             None => read_plan(plan_path)?,
             Some(format) => {
                 let modules = from.modules.as_deref();
@@ -217,15 +243,22 @@ impl<'a> Judged<'a> {
                 for m in noted.messages(plan_path, "--repair-layers") {
                     eprintln!("note: {m}");
                 }
-                noted.plan.plan
+                PlanFile {
+                    plan: noted.plan.plan,
+                    algorithm: None,
+                    claimed_peaks: None,
+                }
             }
         };
+        let plan = file.plan;
         let ev = pipeplan_formulations::evaluate(&inst, &plan)
             .map_err(|e| blame(plan_path, inst_path, e))?;
         Ok(Judged {
             inst,
             plan,
             ev,
+            algorithm: file.algorithm,
+            claimed_peaks: file.claimed_peaks,
             plan_path,
             inst_path,
         })

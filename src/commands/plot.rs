@@ -5,29 +5,12 @@ use crate::cli::{ImageFormat, PlotArgs};
 use pipeplan_charts as charts;
 use std::path::Path;
 
-/// The algorithm and the claimed peak memory per GPU of a solution file (none for a plan file).
-fn solution_facts(path: &Path) -> (Option<String>, Option<Vec<f64>>) {
-    let v: Option<serde_json::Value> = std::fs::read_to_string(path)
-        .ok()
-        .and_then(|t| serde_json::from_str(&t).ok());
-    let Some(v) = v else { return (None, None) };
-    let algo = v
-        .get("algorithm")
-        .and_then(|a| a.as_str())
-        .map(str::to_string);
-    let claimed = v
-        .get("claimed")
-        .and_then(|c| c.get("peak_memory"))
-        .and_then(|m| serde_json::from_value(m.clone()).ok());
-    (algo, claimed)
-}
-
 /// Runs `plot`.
 pub fn run(a: PlotArgs) -> Result<(), Failure> {
     let j = Judged::read(&a.plan, &a.instance, &a.from, &a.calibration)?;
     let (inst, plan, ev) = (&j.inst, &j.plan, &j.ev);
-    let (algo, claimed) = solution_facts(&a.plan);
-    let name = algo.unwrap_or_else(|| {
+    // Titled after a solution's algorithm, else after the file.
+    let name = j.algorithm.clone().unwrap_or_else(|| {
         a.plan
             .file_stem()
             .and_then(|s| s.to_str())
@@ -35,7 +18,7 @@ pub fn run(a: PlotArgs) -> Result<(), Failure> {
             .to_string()
     });
     // The plan passed the evaluator, so its timeline exists: an error here is a drawing error.
-    let svg = charts::plan_chart(&name, inst, plan, ev, claimed.as_deref(), a.periods)
+    let svg = charts::plan_chart(&name, inst, plan, ev, j.claimed_peaks.as_deref(), a.periods)
         .map_err(Failure::input)?;
     write_image(&a.output, a.format, &svg)
 }
