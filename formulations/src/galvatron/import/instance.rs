@@ -1,0 +1,114 @@
+//! The instance of the imported layer types: one chain layer per profiled layer, per sample, with
+//! the `layer_types` extension the Galvatron family reads.
+
+use crate::error::InputError;
+use crate::galvatron::profile::{LayerTypes, EXTENSION};
+use crate::instance::{Bandwidth, Cluster, Instance, Layer, Model, Precision, Training, FORMAT};
+
+const MB: f64 = 1024.0 * 1024.0;
+
+/// The pipeplan instance of an extension: one chain layer per profiled layer, per sample.
+pub(super) fn instance(
+    lt: &LayerTypes,
+    name: &str,
+    ignored: &[String],
+    notes: &[String],
+) -> Result<Instance, InputError> {
+    let s = &lt.settings;
+    let elem = if s.mixed() { 2.0 } else { 4.0 };
+    let mut layers = Vec::new();
+    for t in &lt.types {
+        let out = t.seq_len * t.hidden_size * elem;
+        for j in 0..t.layers {
+            layers.push(Layer {
+                name: format!("{}_{j}", t.name),
+                kind: Some(t.name.clone()),
+                forward: t.forward_ms_per_sample,
+                backward: 2.0 * t.forward_ms_per_sample,
+                weights: t.parameter_mb * MB,
+                output: out,
+                saved: Some(t.activation(1).unwrap_or(0.0) * MB),
+                cut: None,
+                tensor_parallel: Vec::new(),
+            });
+        }
+    }
+    let first = &lt.types[0];
+    let coe_bw = |c: Option<f64>| c.filter(|c| *c > 0.0).map(|c| 1e9 / c);
+    let intra = coe_bw(lt.hardware.coe_plain(2)).unwrap_or(1e11);
+    let inter = coe_bw(
+        lt.hardware
+            .p2p_ms_per_mb
+            .get(&s.gpu_num().to_string())
+            .copied(),
+    );
+    let mut source = format!(
+        "Galvatron profiles of {name}, imported by pipeplan: chain per sample (model.batch 1), \
+         backward = 2 x forward (the engine's bct_fct_coe), weights = parameter_size MB, saved = \
+         tp-1 activation per sample; cluster bandwidths are informative (the layer_types \
+         extension carries the engine's coefficients)."
+    );
+    if !ignored.is_empty() {
+        source.push_str(&format!(
+            " Engine arguments not used by pipeplan: {}.",
+            ignored.join(", ")
+        ));
+    }
+    for n in notes {
+        source.push_str(&format!(" {n}."));
+    }
+    let mb = if s.settle_bsz > 0 && s.settle_chunk > 0 {
+        Some(((s.settle_bsz / s.settle_chunk) as u32).max(1))
+    } else {
+        None
+    };
+    let inst = Instance {
+        format: FORMAT.into(),
+        name: name.to_string(),
+        source,
+        model: Model {
+            name: name.to_string(),
+            batch: 1,
+            input: first.seq_len * first.hidden_size * elem,
+            layers,
+        },
+        cluster: Cluster {
+            gpus: s.gpu_num(),
+            gpus_per_node: Some(s.num_gpus_per_node),
+            gpu: None,
+            memory: s.memory_constraint * 1024.0 * MB,
+            bandwidth: Bandwidth {
+                intra_node: intra,
+                inter_node: inter,
+            },
+            pcie: None,
+        },
+        training: Training {
+            micro_batch: mb,
+            micro_batches: (s.settle_chunk > 0).then_some(s.settle_chunk as u32),
+            schedule: match s.pipeline_type {
+                crate::galvatron::settings::PipelineType::Gpipe => {
+                    crate::instance::ScheduleKind::Gpipe
+                }
+                crate::galvatron::settings::PipelineType::PipedreamFlush => {
+                    crate::instance::ScheduleKind::OneFOneB
+                }
+            },
+            weight_versions: 1,
+            optimizer_state_factor: 2.0,
+            precision: Some(if s.mixed() {
+                Precision::Mixed
+            } else {
+                Precision::Fp32
+            }),
+        },
+        extensions: [(
+            EXTENSION.to_string(),
+            serde_json::to_value(lt).expect("serializes"),
+        )]
+        .into(),
+        calibration: None,
+    };
+    inst.validate()?;
+    Ok(inst)
+}
