@@ -21,21 +21,22 @@
 //! carried as measurements ([`crate::instance::TensorParallel`]); the evaluator uses them instead
 //! of dividing by the degree.
 
+mod machines;
 pub mod plan;
+mod profile;
 pub mod report;
 pub mod runs;
+mod states;
+
+pub use states::{optimizer_states, sizes_note};
 
 use crate::error::InputError;
-use crate::instance::{
-    Bandwidth, Cluster, Instance, Layer, Model, Precision, ScheduleKind, TensorParallel, Training,
-    FORMAT,
-};
+use crate::instance::{Bandwidth, Cluster, Instance, Model, ScheduleKind, Training, FORMAT};
+use machines::{machines, Machines};
+use profile::{degrees, precision_of, profile_at, sizes_of};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-
-/// Bytes per unit of `act_mem_floats` (Sailor's profiler stores allocated bytes / 4).
-const ACT_MEM_UNIT: f64 = 4.0;
 
 /// The files of a Sailor checkout an instance is read from.
 #[derive(Debug, Clone, PartialEq)]
@@ -167,149 +168,15 @@ pub fn import(
             "no tensor-parallel degree is both timed here and sized in llm_info.json",
         ));
     };
-    let b = sel.micro_batch as f64;
-    let read_layer = |d: u32, l: usize| -> Result<(f64, f64, f64, f64, f64), InputError> {
-        let times = by_tp
-            .get(d.to_string())
-            .and_then(|t| t.get(l.to_string()))
-            .and_then(Value::as_array)
-            .ok_or_else(|| {
-                InputError::field(
-                    format!("profiles_tmp.json.{model}.{gpu}.{mbs}.{d}.{l}"),
-                    format!("missing: [forward, backward, update] of layer {l}"),
-                )
-            })?;
-        let t = |i: usize, what: &str| -> Result<f64, InputError> {
-            let v = times.get(i).and_then(Value::as_f64).ok_or_else(|| {
-                InputError::field(
-                    format!("profiles_tmp.json.{model}.{gpu}.{mbs}.{d}.{l}[{i}]"),
-                    format!("missing {what} time (seconds)"),
-                )
-            })?;
-            super::non_negative(
-                || format!("profiles_tmp.json.{model}.{gpu}.{mbs}.{d}.{l}[{i}]"),
-                what,
-                v,
-            )
-        };
-        let size = |key: &str| -> Result<f64, InputError> {
-            let field = || format!("llm_info.json.{model}.{d}.{l}.{key}");
-            let v = sizes
-                .get(d.to_string())
-                .and_then(|s| s.get(l.to_string()))
-                .and_then(|s| s.get(key))
-                .and_then(Value::as_f64)
-                .ok_or_else(|| InputError::field(field(), "missing"))?;
-            super::non_negative(field, key, v)
-        };
-        Ok((
-            t(0, "forward")? * 1e3,
-            t(1, "backward")? * 1e3,
-            size("params_bytes")?,
-            size("act_output_bytes")? * b,
-            size("act_mem_floats")? * ACT_MEM_UNIT * b,
-        ))
-    };
-
-    let mut layers = Vec::with_capacity(layers_n);
-    for l in 0..layers_n {
-        // One GPU's numbers: measured at degree 1, or the smallest degree's times its degree.
-        let (f, bw, w, out, saved) = read_layer(base, l)?;
-        let k = base as f64;
-        let name = match l {
-            0 => "embedding".to_string(),
-            _ if l + 1 == layers_n => "head".to_string(),
-            _ => format!("layer{l}"),
-        };
-        let kind = match l {
-            0 => "embedding",
-            _ if l + 1 == layers_n => "head",
-            _ => "transformer",
-        };
-        let mut layer = Layer::new(name, f * k, bw * k, w * k, out);
-        layer.kind = Some(kind.to_string());
-        layer.saved = Some(saved * k);
-        for &d in degrees.iter().filter(|&&d| d > 1) {
-            let (f, bw, w, _, saved) = read_layer(d, l)?;
-            layer.tensor_parallel.push(TensorParallel {
-                degree: d,
-                forward: f,
-                backward: bw,
-                weights: w,
-                saved,
-            });
-        }
-        layers.push(layer);
-    }
-    let input = sizes
-        .get(base.to_string())
-        .and_then(|s| s.get("0"))
-        .and_then(|s| s.get("act_input_bytes"))
-        .and_then(Value::as_f64)
-        .unwrap_or(0.0)
-        * b;
-
-    let per_gpu = cluster_cfg.get(gpu).ok_or_else(|| {
-        InputError::field(
-            format!("basic_cluster_config.json.{gpu}"),
-            "missing: gpus_per_node and mem_per_gpu of this GPU type",
-        )
-    })?;
-    let configured = uint_field(per_gpu, "gpus_per_node")
-        .map_err(|e| prefix(e, &format!("basic_cluster_config.json.{gpu}")))?;
-    let gpus_per_node = sel.gpus_per_node.unwrap_or(configured);
-    if gpus_per_node == 0 {
-        return Err(InputError::field(
-            "import.gpus_per_node",
-            "must be at least 1",
-        ));
-    }
-    let memory = per_gpu
-        .get("mem_per_gpu")
-        .and_then(Value::as_f64)
-        .filter(|m| *m > 0.0)
-        .ok_or_else(|| {
-            InputError::field(
-                format!("basic_cluster_config.json.{gpu}.mem_per_gpu"),
-                "missing or not a positive number of bytes",
-            )
-        })?;
-    let zone = cluster_cfg
-        .get("zone")
-        .and_then(Value::as_str)
-        .unwrap_or("us-central1-a");
-    let inter = inter_bw
-        .get(zone)
-        .and_then(|z| z.get(gpu))
-        .and_then(|g| g.get("1"))
-        .and_then(|g| g.get(zone))
-        .and_then(|z| z.get(gpu))
-        .and_then(|g| g.get("1"))
-        .and_then(saturation)
-        .ok_or_else(|| {
-            InputError::field(
-                format!("multizone_bandwidths_het.json.{zone}.{gpu}.1.{zone}.{gpu}.1"),
-                "missing: [[coefficients], saturation bytes/s] between two GPUs of two nodes",
-            )
-        })?;
-    let intra_curve = intra_bw
-        .get(gpu)
-        .and_then(|g| g.get(gpus_per_node.to_string()))
-        .and_then(saturation);
-    let intra = intra_curve.unwrap_or(inter);
-    let node_size_from = if gpus_per_node == configured {
-        "basic_cluster_config.json".to_string()
-    } else {
-        format!("not basic_cluster_config.json's {configured}")
-    };
-    let intra_from = match intra_curve {
-        None if gpus_per_node > 1 => format!(
-            "; intra_node_bandwidths.json has no curve for {gpus_per_node} {gpu}, so the \
-             inter-node bandwidth stands for it"
-        ),
-        _ => String::new(),
-    };
-
+    let (layers, input) = profile::layers(by_tp, sizes, &degrees, sel, &model, layers_n)?;
+    let Machines {
+        gpus_per_node,
+        memory,
+        intra,
+        inter,
+        node_size_from,
+        intra_from,
+    } = machines(&cluster_cfg, &intra_bw, &inter_bw, sel)?;
     let name = name.map_or_else(
         || format!("sailor-{model}-{gpu}-{}n-mbs{}", sel.nodes, sel.micro_batch),
         str::to_string,
@@ -392,130 +259,6 @@ pub fn import_file(
     };
     let text = crate::error::read_text(path)?;
     import(&text, &files, sel, name).map_err(|e| e.in_file(path))
-}
-
-/// The profile of `model` on `gpu` at micro-batch `mbs` (`profiles_tmp.json`), by
-/// tensor-parallel degree; an error names what is missing and what is profiled instead.
-fn profile_at<'a>(
-    profiles: &'a Value,
-    model: &str,
-    gpu: &str,
-    mbs: u32,
-) -> Result<&'a Value, InputError> {
-    let by_gpu = profiles.get(model).ok_or_else(|| {
-        InputError::field(
-            format!("profiles_tmp.json.{model}"),
-            format!(
-                "no profile of model {model:?}; profiled: {}",
-                keys(profiles)
-            ),
-        )
-    })?;
-    let by_mbs = by_gpu.get(gpu).ok_or_else(|| {
-        InputError::field(
-            format!("profiles_tmp.json.{model}.{gpu}"),
-            format!(
-                "{model} is not profiled on {gpu}; GPU types: {}",
-                keys(by_gpu)
-            ),
-        )
-    })?;
-    by_mbs.get(mbs.to_string()).ok_or_else(|| {
-        InputError::field(
-            format!("profiles_tmp.json.{model}.{gpu}.{mbs}"),
-            format!(
-                "{model} on {gpu} is not profiled at micro-batch {mbs}; profiled sizes: {}",
-                keys(by_mbs)
-            ),
-        )
-    })
-}
-
-/// The sizes of `model`'s layers by tensor-parallel degree (`llm_info.json`).
-fn sizes_of<'a>(llm: &'a Value, model: &str) -> Result<&'a Value, InputError> {
-    llm.get(model).ok_or_else(|| {
-        InputError::field(
-            format!("llm_info.json.{model}"),
-            format!("no sizes of model {model:?}; models: {}", keys(llm)),
-        )
-    })
-}
-
-/// The tensor-parallel degrees of a profile (`by_tp`) both timed and sized (`sizes`),
-/// ascending, and those timed but not sized.
-fn degrees(by_tp: &Value, sizes: &Value) -> (Vec<u32>, Vec<u32>) {
-    let mut timed: Vec<u32> = by_tp
-        .as_object()
-        .map(|o| o.keys().filter_map(|k| k.parse().ok()).collect())
-        .unwrap_or_default();
-    timed.sort_unstable();
-    timed
-        .into_iter()
-        .partition(|d| sizes.get(d.to_string()).is_some())
-}
-
-/// `optimizer_state_factor` (extra weight-sized copies) and its explanation for the profiled data
-/// type and optimizer (SGD when `sgd`, else Adam). In fp32, the copies beyond the optimizer's
-/// are DeepSpeed's: its gradient reduction flattens every gradient into one new buffer at each
-/// step (`allreduce_bucket`), which the caching allocator keeps (`docs/sailor.md`).
-pub fn optimizer_states(precision: Precision, sgd: bool) -> (f64, &'static str) {
-    match (precision, sgd) {
-        (Precision::Fp32, true) => (2.0, "SGD in fp32: the momentum and DeepSpeed's flat copy of the gradients, 8 bytes per parameter beyond the fp32 weight and gradient"),
-        (Precision::Fp32, false) => (3.0, "Adam in fp32: two fp32 moments and DeepSpeed's flat copy of the gradients, 12 bytes per parameter beyond the fp32 weight and gradient"),
-        (_, true) => (4.0, "SGD: fp32 master weights and gradients, 8 bytes per parameter beyond the fp16 weight and gradient"),
-        (_, false) => (8.0, "Adam: fp32 master weights, two fp32 moments and fp32 gradient accumulation, 16 bytes per parameter beyond the fp16 weight and gradient"),
-    }
-}
-
-/// The instance note's sentence on where the sizes come from.
-pub fn sizes_note(precision: Precision) -> String {
-    let dtype = if precision == Precision::Fp32 {
-        "fp32"
-    } else {
-        "fp16"
-    };
-    format!("Sizes: llm_info.json, in the profiled run's data type ({dtype}); weights = params_bytes, output = act_output_bytes per sample, saved = act_mem_floats x 4 bytes per sample (the profiler's allocation).")
-}
-
-/// The data type of the profiled run, from the bytes `llm_info.json` records per parameter (its
-/// first of `layers` layers with parameters at degree `base`, all of them read by then): 4 is
-/// fp32 training (Sailor's runs: no `--fp16`), 2 fp16 mixed precision.
-fn precision_of(
-    sizes: &Value,
-    base: u32,
-    layers: usize,
-    model: &str,
-) -> Result<Precision, InputError> {
-    let at = |l: usize, key: &str| {
-        sizes
-            .get(base.to_string())
-            .and_then(|s| s.get(l.to_string()))
-            .and_then(|s| s.get(key))
-            .and_then(Value::as_f64)
-    };
-    let (l, floats) = (0..layers)
-        .find_map(|l| Some((l, at(l, "params_floats").filter(|f| *f > 0.0)?)))
-        .ok_or_else(|| {
-            InputError::field(
-                format!("llm_info.json.{model}.{base}"),
-                "no layer with parameters (params_floats > 0)",
-            )
-        })?;
-    let field = format!("llm_info.json.{model}.{base}.{l}.params_bytes");
-    let bytes = at(l, "params_bytes").ok_or_else(|| InputError::field(&field, "missing"))?;
-    match bytes / floats {
-        r if (r - 4.0).abs() < 1e-6 => Ok(Precision::Fp32),
-        r if (r - 2.0).abs() < 1e-6 => Ok(Precision::Mixed),
-        r => Err(InputError::field(
-            field,
-            format!("{r} bytes per parameter (params_bytes / params_floats): expected 4 (fp32) or 2 (fp16)"),
-        )),
-    }
-}
-
-/// The saturation bandwidth (bytes/s) of a fitted curve `[[coefficients], saturation]`.
-fn saturation(v: &Value) -> Option<f64> {
-    v.get(1).and_then(Value::as_f64).filter(|b| *b > 0.0)
 }
 
 /// The keys of a JSON object, for a message: numbers (micro-batch sizes, degrees) in numeric
