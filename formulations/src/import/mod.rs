@@ -30,6 +30,7 @@
 
 pub mod dag;
 pub mod dnn_partitioning;
+mod node_ids;
 pub mod pipedream;
 pub mod piper;
 pub mod request;

@@ -44,6 +44,7 @@
 //! else file order); `cut` = bytes of every tensor live across the cut.
 
 use super::dag::{self, Tensor};
+use super::node_ids::NodeIds;
 use super::{non_negative, ImportOptions, Profile, Source};
 use crate::error::InputError;
 use crate::instance::{Instance, Layer};
@@ -119,20 +120,9 @@ pub(crate) fn read(text: &str) -> Result<Profile, InputError> {
             ),
         ));
     }
-    if f.nodes.is_empty() {
-        return Err(InputError::field(
-            "nodes",
-            "empty graph: at least one node is needed",
-        ));
-    }
-    let mut index: BTreeMap<i64, usize> = BTreeMap::new();
+    let mut ids = NodeIds::new(f.nodes.len())?;
     for (i, n) in f.nodes.iter().enumerate() {
-        if let Some(first) = index.insert(n.id, i) {
-            return Err(InputError::field(
-                format!("nodes[{i}].id"),
-                format!("duplicate node id {} (also nodes[{first}])", n.id),
-            ));
-        }
+        ids.push(n.id)?;
         for (degree, list) in &n.tmpcs {
             for (j, t) in list.iter().enumerate() {
                 let field = |name: &str| format!("nodes[{i}].TMPCs.{degree}[{j}].{name}");
@@ -145,19 +135,10 @@ pub(crate) fn read(text: &str) -> Result<Profile, InputError> {
     }
     let n = f.nodes.len();
     let mut edges = Vec::with_capacity(f.edges.len());
-    let mut edge_index = BTreeMap::new();
     let mut out_bytes = vec![0.0f64; n];
     let mut consumers = vec![Vec::new(); n];
     for (k, e) in f.edges.iter().enumerate() {
-        let find = |id: i64, name: &str| {
-            index.get(&id).copied().ok_or_else(|| {
-                InputError::field(
-                    format!("edges[{k}].{name}"),
-                    format!("unknown node id {id}"),
-                )
-            })
-        };
-        let (a, b) = (find(e.source_id, "sourceId")?, find(e.dest_id, "destId")?);
+        let (a, b) = ids.edge(k, e.source_id, e.dest_id)?;
         non_negative(
             || format!("edges[{k}].communicationCost"),
             "size",
@@ -166,7 +147,6 @@ pub(crate) fn read(text: &str) -> Result<Profile, InputError> {
         out_bytes[a] = out_bytes[a].max(e.communication_cost);
         consumers[a].push(b);
         edges.push((a, b));
-        edge_index.entry((a, b)).or_insert(k);
     }
 
     // Files converted from PipeDream profiles keep PipeDream's node names and milliseconds.
@@ -186,18 +166,7 @@ pub(crate) fn read(text: &str) -> Result<Profile, InputError> {
     } else {
         (0..n).collect()
     };
-    let order = dag::topological_order(n, &edges, &rank).map_err(|cycle| {
-        let k = cycle.len();
-        let ids: Vec<String> = cycle.iter().map(|&v| f.nodes[v].id.to_string()).collect();
-        let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
-        InputError::field(
-            format!("edges[{}]", edge_index[&(cycle[k - 2], cycle[k - 1])]),
-            format!(
-                "the graph has a cycle through node ids {}",
-                super::cycle_text(&ids)
-            ),
-        )
-    })?;
+    let order = dag::topological_order(n, &edges, &rank).map_err(|cycle| ids.cycle(&cycle))?;
 
     let tensors: Vec<Tensor> = (0..n)
         .map(|v| Tensor {

@@ -2,11 +2,11 @@
 //! field it is about.
 
 use super::super::dag;
+use super::super::node_ids::NodeIds;
 use super::super::non_negative;
 use crate::error::InputError;
 use serde::de::{self, Deserializer, Visitor};
 use serde::Deserialize;
-use std::collections::BTreeMap;
 use std::fmt;
 
 /// The input file, as dp.cpp's `from_json` reads it.
@@ -140,20 +140,9 @@ pub(super) fn check(text: &str) -> Result<Graph, InputError> {
             format!("must be a number of CPU cores >= 0, found {}", f.max_cpus),
         ));
     }
-    if f.nodes.is_empty() {
-        return Err(InputError::field(
-            "nodes",
-            "empty graph: at least one node is needed",
-        ));
-    }
-    let mut index: BTreeMap<i64, usize> = BTreeMap::new();
+    let mut ids = NodeIds::new(f.nodes.len())?;
     for (i, n) in f.nodes.iter().enumerate() {
-        if let Some(first) = index.insert(n.id, i) {
-            return Err(InputError::field(
-                format!("nodes[{i}].id"),
-                format!("duplicate node id {} (also nodes[{first}])", n.id),
-            ));
-        }
+        ids.push(n.id)?;
         let field = |name: &str| format!("nodes[{i}].{name}");
         non_negative(|| field("cpuLatency"), "time", n.cpu_latency)?;
         non_negative(|| field("fpgaLatency"), "time", n.fpga_latency)?;
@@ -163,17 +152,8 @@ pub(super) fn check(text: &str) -> Result<Graph, InputError> {
     }
     let n = f.nodes.len();
     let mut all_edges = Vec::with_capacity(f.edges.len());
-    let mut edge_index = BTreeMap::new();
     for (k, e) in f.edges.iter().enumerate() {
-        let find = |id: i64, name: &str| {
-            index.get(&id).copied().ok_or_else(|| {
-                InputError::field(
-                    format!("edges[{k}].{name}"),
-                    format!("unknown node id {id}"),
-                )
-            })
-        };
-        let (a, b) = (find(e.source_id, "sourceId")?, find(e.dest_id, "destId")?);
+        let (a, b) = ids.edge(k, e.source_id, e.dest_id)?;
         non_negative(|| format!("edges[{k}].cost"), "time", e.cost)?;
         if let Some(s) = e.size {
             non_negative(|| format!("edges[{k}].size"), "size", s)?;
@@ -188,20 +168,10 @@ pub(super) fn check(text: &str) -> Result<Graph, InputError> {
             ));
         }
         all_edges.push((a, b));
-        edge_index.entry((a, b)).or_insert(k);
     }
     // dp.cpp requires the whole graph, backward nodes included, to be acyclic.
     if let Err(cycle) = dag::topological_order(n, &all_edges, &(0..n).collect::<Vec<_>>()) {
-        let k = cycle.len();
-        let ids: Vec<String> = cycle.iter().map(|&v| f.nodes[v].id.to_string()).collect();
-        let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
-        return Err(InputError::field(
-            format!("edges[{}]", edge_index[&(cycle[k - 2], cycle[k - 1])]),
-            format!(
-                "the graph has a cycle through node ids {}",
-                super::super::cycle_text(&ids)
-            ),
-        ));
+        return Err(ids.cycle(&cycle));
     }
     if f.nodes.iter().all(|v| v.is_backward_node) {
         return Err(InputError::field(
