@@ -5,7 +5,8 @@ use crate::cost::{CutCost, StageCost};
 use crate::error::InputError;
 use crate::instance::ScheduleKind;
 use crate::plan::{OpKind, Plan};
-use std::collections::{BTreeMap, BinaryHeap};
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap, VecDeque};
 
 /// One operation of the synchronous simulation.
 struct Op {
@@ -24,6 +25,19 @@ enum Res {
     Link(usize),
 }
 
+/// The operations of one iteration and the pipeline they run on.
+struct Ops {
+    ops: Vec<Op>,
+    /// (kind, stage, micro-batch) -> index in `ops`.
+    index: BTreeMap<(OpKind, usize, u32), usize>,
+    /// The device group (pipeline position) of each stage.
+    position: Vec<usize>,
+    /// Device groups.
+    groups: usize,
+    /// Links: cuts that cross between device groups.
+    links: usize,
+}
+
 pub(super) fn synchronous(
     plan: &Plan,
     costs: &[StageCost],
@@ -31,6 +45,59 @@ pub(super) fn synchronous(
     kind: ScheduleKind,
     m: u32,
 ) -> Result<Timeline, InputError> {
+    let ops = operations(plan, costs, cuts, m)?;
+    let queues = group_orders(&ops, plan.stages.len(), kind, m);
+    let (start, group_free) = run(&ops, queues)?;
+    let mut events = Vec::with_capacity(ops.ops.len());
+    for (o, &at) in ops.ops.iter().zip(&start) {
+        let s = o.stage;
+        let span = (at, o.duration);
+        events.extend(op_events(
+            plan,
+            &costs[s],
+            o.kind,
+            s,
+            o.mb as i64,
+            span,
+            None,
+        ));
+    }
+    // Gradient synchronisation of each group after its last backward.
+    for (p, &last) in group_free.iter().enumerate() {
+        let stages: Vec<usize> = (0..plan.stages.len())
+            .filter(|&s| ops.position[s] == p)
+            .collect();
+        let sync: f64 = stages.iter().map(|&s| costs[s].grad_sync).sum();
+        if sync > 0.0 {
+            events.push(Event {
+                kind: EventKind::GradSync,
+                stage: stages[0],
+                micro_batch: None,
+                start: last,
+                end: last + sync,
+                track: Track::Gpus(plan.stages[stages[0]].gpus.clone()),
+            });
+        }
+    }
+    let end = events.iter().map(|e| e.end).fold(0.0, f64::max);
+    Ok(Timeline {
+        schedule: kind,
+        events,
+        memory: BTreeMap::new(),
+        period: None,
+        steady_from: None,
+        end,
+    })
+}
+
+/// Every operation of `m` micro-batches with its dependencies: forward and backward on the
+/// stage's device group, and sends on the link of a crossing cut.
+fn operations(
+    plan: &Plan,
+    costs: &[StageCost],
+    cuts: &[CutCost],
+    m: u32,
+) -> Result<Ops, InputError> {
     let n = plan.stages.len();
     let position = plan.positions().ok_or_else(|| {
         InputError::field(
@@ -38,7 +105,7 @@ pub(super) fn synchronous(
             "stages share GPUs: synchronous schedules need every GPU in one pipeline position",
         )
     })?;
-    let npos = position.last().map_or(0, |&p| p + 1);
+    let groups = position.last().map_or(0, |&p| p + 1);
     let link_of: Vec<Option<usize>> = {
         let mut k = 0;
         cuts.iter()
@@ -51,7 +118,6 @@ pub(super) fn synchronous(
             .collect()
     };
     let links = link_of.iter().flatten().count();
-    // Operation ids: (kind, stage, micro-batch) -> index.
     let mut ops: Vec<Op> = Vec::new();
     let mut index: BTreeMap<(OpKind, usize, u32), usize> = BTreeMap::new();
     for j in 0..m {
@@ -117,25 +183,36 @@ pub(super) fn synchronous(
             }
         }
     }
-    // Each group's order: forwards in stage order, backwards in reverse stage order.
-    let mut queues: Vec<std::collections::VecDeque<usize>> = vec![Default::default(); npos];
+    Ok(Ops {
+        ops,
+        index,
+        position,
+        groups,
+        links,
+    })
+}
+
+/// Each device group's order of operations: forwards in stage order, backwards in reverse
+/// stage order; GPipe runs every forward first, 1F1B warms up with one forward per later group.
+fn group_orders(ops: &Ops, n: usize, kind: ScheduleKind, m: u32) -> Vec<VecDeque<usize>> {
+    let mut queues: Vec<VecDeque<usize>> = vec![VecDeque::new(); ops.groups];
     for (p, q) in queues.iter_mut().enumerate() {
-        let stages: Vec<usize> = (0..n).filter(|&s| position[s] == p).collect();
-        let fwd = |j: u32, q: &mut std::collections::VecDeque<usize>| {
+        let stages: Vec<usize> = (0..n).filter(|&s| ops.position[s] == p).collect();
+        let fwd = |j: u32, q: &mut VecDeque<usize>| {
             for &s in &stages {
-                q.push_back(index[&(OpKind::F, s, j)]);
+                q.push_back(ops.index[&(OpKind::F, s, j)]);
             }
         };
-        let bwd = |j: u32, q: &mut std::collections::VecDeque<usize>| {
+        let bwd = |j: u32, q: &mut VecDeque<usize>| {
             for &s in stages.iter().rev() {
-                q.push_back(index[&(OpKind::B, s, j)]);
+                q.push_back(ops.index[&(OpKind::B, s, j)]);
             }
         };
         if kind == ScheduleKind::Gpipe {
             (0..m).for_each(|j| fwd(j, q));
             (0..m).for_each(|j| bwd(j, q));
         } else {
-            let warm = ((npos - p - 1) as u32).min(m);
+            let warm = ((ops.groups - p - 1) as u32).min(m);
             (0..warm).for_each(|j| fwd(j, q));
             for j in 0..m {
                 if j + warm < m {
@@ -145,21 +222,28 @@ pub(super) fn synchronous(
             }
         }
     }
-    let mut end: Vec<Option<f64>> = vec![None; ops.len()];
-    let mut start_of = vec![0.0; ops.len()];
-    let mut free_group = vec![0.0f64; npos];
-    let mut free_link = vec![0.0f64; links];
+    queues
+}
+
+/// The discrete-event simulation: repeatedly starts the operation that can start first, a
+/// group's next in its order or a link's earliest ready message. Returns every operation's start
+/// and when each group falls idle.
+fn run(ops: &Ops, mut queues: Vec<VecDeque<usize>>) -> Result<(Vec<f64>, Vec<f64>), InputError> {
+    let ops_n = ops.ops.len();
+    let mut end: Vec<Option<f64>> = vec![None; ops_n];
+    let mut start_of = vec![0.0; ops_n];
+    let mut free_group = vec![0.0f64; ops.groups];
+    let mut free_link = vec![0.0f64; ops.links];
     // Messages ready to send, per link: (ready time, op) as a min-heap.
-    let mut ready: Vec<BinaryHeap<std::cmp::Reverse<(Key, usize)>>> =
-        (0..links).map(|_| BinaryHeap::new()).collect();
-    let mut dependents: Vec<Vec<usize>> = vec![Vec::new(); ops.len()];
-    for (i, o) in ops.iter().enumerate() {
+    let mut ready: Vec<BinaryHeap<Reverse<(Key, usize)>>> =
+        (0..ops.links).map(|_| BinaryHeap::new()).collect();
+    let mut dependents: Vec<Vec<usize>> = vec![Vec::new(); ops_n];
+    for (i, o) in ops.ops.iter().enumerate() {
         for &d in &o.deps {
             dependents[d].push(i);
         }
     }
-    let mut done = 0;
-    while done < ops.len() {
+    for _ in 0..ops_n {
         let mut best: Option<(f64, usize)> = None;
         let consider = |start: f64, op: usize, best: &mut Option<(f64, usize)>| {
             if best.is_none_or(|(s, _)| start < s) {
@@ -168,13 +252,13 @@ pub(super) fn synchronous(
         };
         for (p, q) in queues.iter().enumerate() {
             if let Some(&h) = q.front() {
-                if let Some(dep_end) = deps_end(&ops[h].deps, &end) {
+                if let Some(dep_end) = deps_end(&ops.ops[h].deps, &end) {
                     consider(free_group[p].max(dep_end), h, &mut best);
                 }
             }
         }
         for (l, heap) in ready.iter().enumerate() {
-            if let Some(std::cmp::Reverse((Key(r), op))) = heap.peek() {
+            if let Some(Reverse((Key(r), op))) = heap.peek() {
                 consider(free_link[l].max(*r), *op, &mut best);
             }
         }
@@ -184,8 +268,8 @@ pub(super) fn synchronous(
                 "the synchronous schedule deadlocks (no operation can start)",
             ));
         };
-        let finish = start + ops[op].duration;
-        match ops[op].on {
+        let finish = start + ops.ops[op].duration;
+        match ops.ops[op].on {
             Res::Group(p) => {
                 queues[p].pop_front();
                 free_group[p] = finish;
@@ -197,53 +281,15 @@ pub(super) fn synchronous(
         }
         start_of[op] = start;
         end[op] = Some(finish);
-        done += 1;
         for &d in &dependents[op] {
-            if let Res::Link(l) = ops[d].on {
-                if let Some(r) = deps_end(&ops[d].deps, &end) {
-                    ready[l].push(std::cmp::Reverse((Key(r), d)));
+            if let Res::Link(l) = ops.ops[d].on {
+                if let Some(r) = deps_end(&ops.ops[d].deps, &end) {
+                    ready[l].push(Reverse((Key(r), d)));
                 }
             }
         }
     }
-    let mut events = Vec::with_capacity(ops.len());
-    for (i, o) in ops.iter().enumerate() {
-        let s = o.stage;
-        let span = (start_of[i], o.duration);
-        events.extend(op_events(
-            plan,
-            &costs[s],
-            o.kind,
-            s,
-            o.mb as i64,
-            span,
-            None,
-        ));
-    }
-    // Gradient synchronisation of each group after its last backward.
-    for (p, &last) in free_group.iter().enumerate() {
-        let stages: Vec<usize> = (0..n).filter(|&s| position[s] == p).collect();
-        let sync: f64 = stages.iter().map(|&s| costs[s].grad_sync).sum();
-        if sync > 0.0 {
-            events.push(Event {
-                kind: EventKind::GradSync,
-                stage: stages[0],
-                micro_batch: None,
-                start: last,
-                end: last + sync,
-                track: Track::Gpus(plan.stages[stages[0]].gpus.clone()),
-            });
-        }
-    }
-    let end = events.iter().map(|e| e.end).fold(0.0, f64::max);
-    Ok(Timeline {
-        schedule: kind,
-        events,
-        memory: BTreeMap::new(),
-        period: None,
-        steady_from: None,
-        end,
-    })
+    Ok((start_of, free_group))
 }
 
 /// Totally ordered time for the heaps (times are finite).
