@@ -68,63 +68,11 @@ fn at(line: usize) -> String {
     format!("graph.txt line {line}")
 }
 
+/// Reads a `graph.txt` as a profile: its lines parsed, its edges resolved, input nodes and unused
+/// outputs removed, the rest linearized (see the module docs).
 pub(crate) fn read(text: &str) -> Result<Profile, InputError> {
-    let mut nodes: Vec<Node> = Vec::new();
-    let mut raw_edges: Vec<(&str, &str, usize)> = Vec::new();
-    for (i, raw) in text.lines().enumerate() {
-        let line = i + 1;
-        let trimmed = raw.trim();
-        if trimmed.is_empty() {
-            continue;
-        }
-        let tokens: Vec<&str> = trimmed.split(" -- ").map(str::trim).collect();
-        // graph.py tells edges by their leading tab; also accept an unindented `a -- b`.
-        let is_edge =
-            raw.starts_with(char::is_whitespace) || (tokens.len() == 2 && !trimmed.contains('='));
-        if is_edge {
-            if tokens.len() != 2 || tokens.iter().any(|t| t.is_empty()) {
-                return Err(InputError::field(
-                    at(line),
-                    format!("expected an edge `<tab>nodeA -- nodeB`, found {trimmed:?}"),
-                ));
-            }
-            raw_edges.push((tokens[0], tokens[1], line));
-        } else {
-            nodes.push(parse_node(&tokens, line)?);
-        }
-    }
-    if nodes.is_empty() {
-        return Err(InputError::field(
-            "graph.txt",
-            format!("no node lines; expected lines like {NODE_SHAPE}"),
-        ));
-    }
-
-    let mut index: BTreeMap<&str, usize> = BTreeMap::new();
-    for (i, n) in nodes.iter().enumerate() {
-        if let Some(&first) = index.get(n.id) {
-            return Err(InputError::field(
-                at(n.line),
-                format!(
-                    "node {} is defined twice (first on line {})",
-                    n.id, nodes[first].line
-                ),
-            ));
-        }
-        index.insert(n.id, i);
-    }
-    // Deduplicated edges, each with the first line that states it.
-    let mut edge_line: BTreeMap<(usize, usize), usize> = BTreeMap::new();
-    for &(a, b, line) in &raw_edges {
-        let find = |id: &str| {
-            index.get(id).copied().ok_or_else(|| {
-                InputError::field(at(line), format!("edge refers to unknown node {id}"))
-            })
-        };
-        let e = (find(a)?, find(b)?);
-        edge_line.entry(e).or_insert(line);
-    }
-
+    let (nodes, raw_edges) = parse(text)?;
+    let edge_line = node_edges(&nodes, &raw_edges)?;
     let n = nodes.len();
     let mut indegree = vec![0usize; n];
     let mut outdegree = vec![0usize; n];
@@ -251,6 +199,76 @@ pub(crate) fn read(text: &str) -> Result<Profile, InputError> {
         inputs.len(),
     ));
     Ok(p)
+}
+
+/// The node lines and the edge lines (`nodeA`, `nodeB`, line number) of a `graph.txt`.
+type Lines<'a> = (Vec<Node<'a>>, Vec<(&'a str, &'a str, usize)>);
+
+/// Splits `text` into node lines and edge lines; at least one node is needed.
+fn parse(text: &str) -> Result<Lines<'_>, InputError> {
+    let mut nodes: Vec<Node> = Vec::new();
+    let mut raw_edges: Vec<(&str, &str, usize)> = Vec::new();
+    for (i, raw) in text.lines().enumerate() {
+        let line = i + 1;
+        let trimmed = raw.trim();
+        if trimmed.is_empty() {
+            continue;
+        }
+        let tokens: Vec<&str> = trimmed.split(" -- ").map(str::trim).collect();
+        // graph.py tells edges by their leading tab; also accept an unindented `a -- b`.
+        let is_edge =
+            raw.starts_with(char::is_whitespace) || (tokens.len() == 2 && !trimmed.contains('='));
+        if is_edge {
+            if tokens.len() != 2 || tokens.iter().any(|t| t.is_empty()) {
+                return Err(InputError::field(
+                    at(line),
+                    format!("expected an edge `<tab>nodeA -- nodeB`, found {trimmed:?}"),
+                ));
+            }
+            raw_edges.push((tokens[0], tokens[1], line));
+        } else {
+            nodes.push(parse_node(&tokens, line)?);
+        }
+    }
+    if nodes.is_empty() {
+        return Err(InputError::field(
+            "graph.txt",
+            format!("no node lines; expected lines like {NODE_SHAPE}"),
+        ));
+    }
+    Ok((nodes, raw_edges))
+}
+
+/// The edges between node indices, each once with the first line that states it; a node defined
+/// twice or an edge to an unknown node is an error naming its line.
+fn node_edges(
+    nodes: &[Node],
+    raw_edges: &[(&str, &str, usize)],
+) -> Result<BTreeMap<(usize, usize), usize>, InputError> {
+    let mut index: BTreeMap<&str, usize> = BTreeMap::new();
+    for (i, n) in nodes.iter().enumerate() {
+        if let Some(&first) = index.get(n.id) {
+            return Err(InputError::field(
+                at(n.line),
+                format!(
+                    "node {} is defined twice (first on line {})",
+                    n.id, nodes[first].line
+                ),
+            ));
+        }
+        index.insert(n.id, i);
+    }
+    let mut edge_line: BTreeMap<(usize, usize), usize> = BTreeMap::new();
+    for &(a, b, line) in raw_edges {
+        let find = |id: &str| {
+            index.get(id).copied().ok_or_else(|| {
+                InputError::field(at(line), format!("edge refers to unknown node {id}"))
+            })
+        };
+        let e = (find(a)?, find(b)?);
+        edge_line.entry(e).or_insert(line);
+    }
+    Ok(edge_line)
 }
 
 /// The data flow between the layers, numbered in the chain's order (`order[p]` is the kept
