@@ -69,34 +69,82 @@ pub fn read(text: &str, inst: &Instance) -> Result<RuntimePlan, InputError> {
             ),
         ));
     }
-    let tp = per_layer(&cfg.tp_sizes_enc, "tp_sizes_enc", n)?;
-    let consec = flags(&cfg.tp_consecutive_flags, "tp_consecutive_flags", n)?;
-    let sdp = flags(&cfg.dp_types_enc, "dp_types_enc", n)?;
-    let ckpt = flags(&cfg.checkpoint, "checkpoint", n)?;
-    let sp = match &cfg.use_sp {
-        Some(sp) => flags(sp, "use_sp", n)?,
-        None => vec![false; n],
-    };
-    if let Some(l) = (0..n).find(|&l| sp[l] && tp[l] < 2) {
-        return Err(bad(
-            "use_sp",
-            format!(
-                "layer {l} uses Ulysses sequence parallelism at tp {}: it needs tp of at least 2",
-                tp[l]
-            ),
-        ));
-    }
-    if let Some(cp) = &cfg.cp_sizes_enc {
-        if let Some(l) = per_layer(cp, "cp_sizes_enc", n)?
-            .iter()
-            .position(|&x| x != 1)
-        {
+    let layers = Layers::read(&cfg, n)?;
+    let embed_sdp = options(&cfg)?;
+    let schedule = schedule(&cfg)?;
+    let stages = stages(&division, w, &layers)?;
+    Ok(RuntimePlan {
+        plan: Plan {
+            order: None,
+            stages,
+            schedule,
+        },
+        galvatron: Some(Extras {
+            vtp: cfg.vtp.unwrap_or(1),
+            embed_sdp,
+            vsp: cfg.vsp == Some(1),
+            global_bsz: cfg.global_bsz,
+            default_dp_type: cfg.default_dp_type,
+        }),
+    })
+}
+
+/// The per-layer strategy lists of a config.
+struct Layers {
+    tp: Vec<u64>,
+    consec: Vec<bool>,
+    sdp: Vec<bool>,
+    ckpt: Vec<bool>,
+    /// Ulysses sequence parallelism.
+    sp: Vec<bool>,
+}
+
+impl Layers {
+    /// Reads the lists for `n` layers; Ulysses below tp 2 and context parallelism are errors.
+    fn read(cfg: &OutputConfig, n: usize) -> Result<Layers, InputError> {
+        let tp = per_layer(&cfg.tp_sizes_enc, "tp_sizes_enc", n)?;
+        let consec = flags(&cfg.tp_consecutive_flags, "tp_consecutive_flags", n)?;
+        let sdp = flags(&cfg.dp_types_enc, "dp_types_enc", n)?;
+        let ckpt = flags(&cfg.checkpoint, "checkpoint", n)?;
+        let sp = match &cfg.use_sp {
+            Some(sp) => flags(sp, "use_sp", n)?,
+            None => vec![false; n],
+        };
+        if let Some(l) = (0..n).find(|&l| sp[l] && tp[l] < 2) {
             return Err(bad(
-                "cp_sizes_enc",
-                format!("layer {l} uses context parallelism, which pipeplan's plans do not model"),
+                "use_sp",
+                format!(
+                    "layer {l} uses Ulysses sequence parallelism at tp {}: it needs tp of at least 2",
+                    tp[l]
+                ),
             ));
         }
+        if let Some(cp) = &cfg.cp_sizes_enc {
+            if let Some(l) = per_layer(cp, "cp_sizes_enc", n)?
+                .iter()
+                .position(|&x| x != 1)
+            {
+                return Err(bad(
+                    "cp_sizes_enc",
+                    format!(
+                        "layer {l} uses context parallelism, which pipeplan's plans do not model"
+                    ),
+                ));
+            }
+        }
+        Ok(Layers {
+            tp,
+            consec,
+            sdp,
+            ckpt,
+            sp,
+        })
     }
+}
+
+/// Checks the options pipeplan's plans cannot hold (`vsp` above 1, `vcp`, data-parallel types
+/// other than ddp and zero2); returns `embed_sdp`.
+fn options(cfg: &OutputConfig) -> Result<bool, InputError> {
     if cfg.vsp.is_some_and(|v| v > 1) {
         return Err(bad(
             "vsp",
@@ -120,11 +168,16 @@ pub fn read(text: &str, inst: &Instance) -> Result<RuntimePlan, InputError> {
             format!("`{}`; expected ddp or zero2", cfg.default_dp_type),
         ));
     }
-    let embed_sdp = match cfg.embed_sdp.unwrap_or(0) {
-        0 => false,
-        1 => true,
-        x => return Err(bad("embed_sdp", format!("{x}; expected 0 or 1"))),
-    };
+    match cfg.embed_sdp.unwrap_or(0) {
+        0 => Ok(false),
+        1 => Ok(true),
+        x => Err(bad("embed_sdp", format!("{x}; expected 0 or 1"))),
+    }
+}
+
+/// The schedule: `pipedream_flush` (1F1B) or `gpipe`, `chunks` micro-batches of
+/// `global_bsz / chunks` samples (rounded up).
+fn schedule(cfg: &OutputConfig) -> Result<Schedule, InputError> {
     if cfg.chunks == 0 || cfg.global_bsz == 0 {
         return Err(bad(
             if cfg.chunks == 0 {
@@ -140,22 +193,32 @@ pub fn read(text: &str, inst: &Instance) -> Result<RuntimePlan, InputError> {
         u32::try_from(m).map_err(|_| bad("chunks", "too large"))?,
         u32::try_from(micro).map_err(|_| bad("global_bsz", "too large"))?,
     );
-    let schedule = match cfg.pipeline_type.as_str() {
-        "pipedream_flush" => Schedule::OneFOneB {
+    match cfg.pipeline_type.as_str() {
+        "pipedream_flush" => Ok(Schedule::OneFOneB {
             micro_batches: Some(m),
             micro_batch: Some(micro),
-        },
-        "gpipe" => Schedule::Gpipe {
+        }),
+        "gpipe" => Ok(Schedule::Gpipe {
             micro_batches: Some(m),
             micro_batch: Some(micro),
-        },
-        other => {
-            return Err(bad(
-                "pipeline_type",
-                format!("`{other}`; expected pipedream_flush or gpipe"),
-            ))
-        }
-    };
+        }),
+        other => Err(bad(
+            "pipeline_type",
+            format!("`{other}`; expected pipedream_flush or gpipe"),
+        )),
+    }
+}
+
+/// Pipeline stage `p` on GPUs `p*w..(p+1)*w`, each run of layers with the same strategy one
+/// [`Stage`].
+fn stages(division: &[u64], w: u32, layers: &Layers) -> Result<Vec<Stage>, InputError> {
+    let Layers {
+        tp,
+        consec,
+        sdp,
+        ckpt,
+        sp,
+    } = layers;
     let mut stages = Vec::new();
     let mut first = 0;
     for (p, &len) in division.iter().enumerate() {
@@ -200,18 +263,5 @@ pub fn read(text: &str, inst: &Instance) -> Result<RuntimePlan, InputError> {
         }
         first = end;
     }
-    Ok(RuntimePlan {
-        plan: Plan {
-            order: None,
-            stages,
-            schedule,
-        },
-        galvatron: Some(Extras {
-            vtp: cfg.vtp.unwrap_or(1),
-            embed_sdp,
-            vsp: cfg.vsp == Some(1),
-            global_bsz: cfg.global_bsz,
-            default_dp_type: cfg.default_dp_type,
-        }),
-    })
+    Ok(stages)
 }
