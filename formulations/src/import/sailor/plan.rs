@@ -120,97 +120,19 @@ impl SailorPlan {
         let mut node_sizes: Vec<u32> = Vec::new();
         let mut stages = Vec::with_capacity(n);
         for s in 0..n {
-            let ls: Vec<usize> = layers[s]
-                .as_array()
-                .and_then(|a| a.iter().map(|v| v.as_u64().map(|x| x as usize)).collect())
-                .ok_or_else(|| {
-                    field(
-                        format!("{}[{s}]", at("layers_per_stage")),
-                        "not a list of layer indices",
-                    )
-                })?;
-            if ls.is_empty() {
-                return Err(field(
-                    format!("{}[{s}]", at("layers_per_stage")),
-                    "empty stage",
-                ));
-            }
-            let dp = positive(Some(&dps[s]))
-                .ok_or_else(|| field(format!("{}[{s}]", at("dp")), "not a positive integer"))?;
-            let replicas = tmp[s].as_array().ok_or_else(|| {
-                field(
-                    format!("{}[{s}]", at("tmp_per_stage")),
-                    "not a list of replicas",
-                )
-            })?;
-            if replicas.len() != dp as usize {
-                return Err(field(
-                    format!("{}[{s}]", at("tmp_per_stage")),
-                    format!("{} replicas but dp[{s}] = {dp}", replicas.len()),
-                ));
-            }
-            let mut tps = Vec::with_capacity(replicas.len());
-            let mut types = BTreeSet::new();
-            for (r, rep) in replicas.iter().enumerate() {
-                let f = || format!("{}[{s}][{r}]", at("tmp_per_stage"));
-                let vms = rep.get(0).and_then(Value::as_array).ok_or_else(|| {
-                    field(f(), "expected [[[gpu_type, gpus_per_node, zone]], tp]")
-                })?;
-                let tp = positive(rep.get(1)).ok_or_else(|| {
-                    field(f(), "tensor-parallel degree is not a positive integer")
-                })?;
-                tps.push(tp);
-                for vm in vms {
-                    let ty = vm
-                        .get(0)
-                        .and_then(Value::as_str)
-                        .ok_or_else(|| field(f(), "a machine without a GPU type string"))?;
-                    let size = positive(vm.get(1)).ok_or_else(|| {
-                        field(f(), "a machine's GPUs per node is not a positive integer")
-                    })?;
-                    if !node_sizes.contains(&size) {
-                        node_sizes.push(size);
-                    }
-                    types.insert(ty.to_string());
-                    if !gpu_types.iter().any(|t| t == ty) {
-                        gpu_types.push(ty.to_string());
-                    }
-                }
-            }
-            stages.push(SailorStage {
-                layers: ls,
-                dp,
-                tp: tps[0],
-                replica_tps: tps,
-                gpu_type: types.into_iter().next().unwrap_or_default(),
-            });
+            stages.push(read_stage(
+                s,
+                (&layers[s], &dps[s], &tmp[s]),
+                &mut gpu_types,
+                &mut node_sizes,
+            )?);
         }
         let uint = |k: &str| -> Result<u32, InputError> {
             positive(doc.get(k)).ok_or_else(|| field(k, "missing or not a positive integer"))
         };
-        // A measured value, when present: positive, or (`zero_ok`) possibly 0.
-        let measured = |k: &str, zero_ok: bool| -> Result<Option<f64>, InputError> {
-            match doc.get(k) {
-                None | Some(Value::Null) => Ok(None),
-                Some(v) => match v.as_f64() {
-                    Some(x) if x.is_finite() && (x > 0.0 || zero_ok && x == 0.0) => Ok(Some(x)),
-                    _ => Err(field(
-                        k,
-                        format!(
-                            "measured value {v} is not a {}",
-                            if zero_ok {
-                                "number >= 0"
-                            } else {
-                                "positive number"
-                            }
-                        ),
-                    )),
-                },
-            }
-        };
-        let measured_iteration_ms = measured("real", false)?.map(|s| s * 1e3);
+        let measured_iteration_ms = measured(&doc, "real", false)?.map(|s| s * 1e3);
         // A reduction may take no time (one replica), but not more than the whole iteration.
-        let measured_grad_sync_ms = measured("red_grads", true)?.map(|s| s * 1e3);
+        let measured_grad_sync_ms = measured(&doc, "red_grads", true)?.map(|s| s * 1e3);
         if let (Some(sync), Some(it)) = (measured_grad_sync_ms, measured_iteration_ms) {
             if sync > it {
                 return Err(field(
@@ -229,7 +151,7 @@ impl SailorPlan {
             micro_batch: uint("mbs")?,
             global_batch: uint("gbs")?,
             measured_iteration_ms,
-            measured_peak_memory: measured("max_mem", false)?,
+            measured_peak_memory: measured(&doc, "max_mem", false)?,
             measured_grad_sync_ms,
             nodes: match doc.get("N") {
                 None | Some(Value::Null) => None,
@@ -480,6 +402,102 @@ impl SailorPlan {
                 micro_batch: Some(per_step as u32),
             },
         })
+    }
+}
+
+/// Stage `s` of the plan's pipeline from its `layers_per_stage`, `dp` and `tmp_per_stage`
+/// entries; the GPU types and node sizes its machines name are added to `gpu_types` and
+/// `node_sizes` in order of appearance.
+fn read_stage(
+    s: usize,
+    (layers, dp, tmp): (&Value, &Value, &Value),
+    gpu_types: &mut Vec<String>,
+    node_sizes: &mut Vec<u32>,
+) -> Result<SailorStage, InputError> {
+    let at = |k: &str| format!("pipeline_list[0].{k}");
+    let ls: Vec<usize> = layers
+        .as_array()
+        .and_then(|a| a.iter().map(|v| v.as_u64().map(|x| x as usize)).collect())
+        .ok_or_else(|| {
+            field(
+                format!("{}[{s}]", at("layers_per_stage")),
+                "not a list of layer indices",
+            )
+        })?;
+    if ls.is_empty() {
+        return Err(field(
+            format!("{}[{s}]", at("layers_per_stage")),
+            "empty stage",
+        ));
+    }
+    let dp = positive(Some(dp))
+        .ok_or_else(|| field(format!("{}[{s}]", at("dp")), "not a positive integer"))?;
+    let replicas = tmp.as_array().ok_or_else(|| {
+        field(
+            format!("{}[{s}]", at("tmp_per_stage")),
+            "not a list of replicas",
+        )
+    })?;
+    if replicas.len() != dp as usize {
+        return Err(field(
+            format!("{}[{s}]", at("tmp_per_stage")),
+            format!("{} replicas but dp[{s}] = {dp}", replicas.len()),
+        ));
+    }
+    let mut tps = Vec::with_capacity(replicas.len());
+    let mut types = BTreeSet::new();
+    for (r, rep) in replicas.iter().enumerate() {
+        let f = || format!("{}[{s}][{r}]", at("tmp_per_stage"));
+        let vms = rep
+            .get(0)
+            .and_then(Value::as_array)
+            .ok_or_else(|| field(f(), "expected [[[gpu_type, gpus_per_node, zone]], tp]"))?;
+        let tp = positive(rep.get(1))
+            .ok_or_else(|| field(f(), "tensor-parallel degree is not a positive integer"))?;
+        tps.push(tp);
+        for vm in vms {
+            let ty = vm
+                .get(0)
+                .and_then(Value::as_str)
+                .ok_or_else(|| field(f(), "a machine without a GPU type string"))?;
+            let size = positive(vm.get(1))
+                .ok_or_else(|| field(f(), "a machine's GPUs per node is not a positive integer"))?;
+            if !node_sizes.contains(&size) {
+                node_sizes.push(size);
+            }
+            types.insert(ty.to_string());
+            if !gpu_types.iter().any(|t| t == ty) {
+                gpu_types.push(ty.to_string());
+            }
+        }
+    }
+    Ok(SailorStage {
+        layers: ls,
+        dp,
+        tp: tps[0],
+        replica_tps: tps,
+        gpu_type: types.into_iter().next().unwrap_or_default(),
+    })
+}
+
+/// A measured value `k` of the plan file, when present: positive, or (`zero_ok`) possibly 0.
+fn measured(doc: &Value, k: &str, zero_ok: bool) -> Result<Option<f64>, InputError> {
+    match doc.get(k) {
+        None | Some(Value::Null) => Ok(None),
+        Some(v) => match v.as_f64() {
+            Some(x) if x.is_finite() && (x > 0.0 || zero_ok && x == 0.0) => Ok(Some(x)),
+            _ => Err(field(
+                k,
+                format!(
+                    "measured value {v} is not a {}",
+                    if zero_ok {
+                        "number >= 0"
+                    } else {
+                        "positive number"
+                    }
+                ),
+            )),
+        },
     }
 }
 
