@@ -103,36 +103,7 @@ struct Edge {
 
 pub(crate) fn read(text: &str) -> Result<Profile, InputError> {
     let f: File = crate::error::parse_json(text, "Piper input object")?;
-    if f.max_devices < 1 || f.max_devices > u32::MAX as i64 {
-        return Err(InputError::field(
-            "maxDevices",
-            format!("must be a number of devices >= 1, found {}", f.max_devices),
-        ));
-    }
-    positive("maxMemoryPerDevice", f.max_memory_per_device)?;
-    positive("bandwidth", f.bandwidth)?;
-    if f.mbs_in_batch < 1 || f.mbs_in_batch > u32::MAX as i64 {
-        return Err(InputError::field(
-            "mbsInBatch",
-            format!(
-                "must be a number of micro-batches >= 1, found {}",
-                f.mbs_in_batch
-            ),
-        ));
-    }
-    let mut ids = NodeIds::new(f.nodes.len())?;
-    for (i, n) in f.nodes.iter().enumerate() {
-        ids.push(n.id)?;
-        for (degree, list) in &n.tmpcs {
-            for (j, t) in list.iter().enumerate() {
-                let field = |name: &str| format!("nodes[{i}].TMPCs.{degree}[{j}].{name}");
-                non_negative(|| field("timePerSample"), "time", t.time_per_sample)?;
-                non_negative(|| field("parameterSize"), "size", t.parameter_size)?;
-                non_negative(|| field("memoryUsageA"), "size", t.memory_usage_a)?;
-                non_negative(|| field("memoryUsageB"), "size", t.memory_usage_b)?;
-            }
-        }
-    }
+    let mut ids = check(&f)?;
     let n = f.nodes.len();
     let mut edges = Vec::with_capacity(f.edges.len());
     let mut out_bytes = vec![0.0f64; n];
@@ -180,33 +151,13 @@ pub(crate) fn read(text: &str) -> Result<Profile, InputError> {
     let mut layers = Vec::with_capacity(n);
     for (&v, &c) in order.iter().zip(&cut) {
         let node = &f.nodes[v];
-        let Some(list) = node.tmpcs.get("1").filter(|l| !l.is_empty()) else {
-            return Err(InputError::field(
-                format!("nodes[{v}].TMPCs"),
-                "no TMPC for tensor-parallel degree \"1\"; a pipeline chain needs the \
-                 unsplit costs of every node",
-            ));
-        };
-        let chosen = list.iter().find(|t| t.id == "vanilla").unwrap_or_else(|| {
-            list.iter()
-                .min_by(|a, b| a.time_per_sample.total_cmp(&b.time_per_sample))
-                .expect("non-empty")
-        });
+        let (chosen, forward, from_recomp) = unsplit(node, v)?;
+        if from_recomp {
+            split += 1;
+        } else {
+            thirds += 1;
+        }
         let total = chosen.time_per_sample;
-        let recomp = list
-            .iter()
-            .find(|t| t.id == "activation recomp")
-            .filter(|r| r.time_per_sample >= total);
-        let forward = match recomp {
-            Some(r) => {
-                split += 1;
-                (r.time_per_sample - total).min(total)
-            }
-            None => {
-                thirds += 1;
-                total / 3.0
-            }
-        };
         layers.push(Layer {
             name: node
                 .name
@@ -270,6 +221,68 @@ pub(crate) fn read(text: &str) -> Result<Profile, InputError> {
         f.mbs_in_batch,
     ));
     Ok(p)
+}
+
+/// Checks the file's counts and every node's TMPCs; returns its node ids.
+fn check(f: &File) -> Result<NodeIds, InputError> {
+    if f.max_devices < 1 || f.max_devices > u32::MAX as i64 {
+        return Err(InputError::field(
+            "maxDevices",
+            format!("must be a number of devices >= 1, found {}", f.max_devices),
+        ));
+    }
+    positive("maxMemoryPerDevice", f.max_memory_per_device)?;
+    positive("bandwidth", f.bandwidth)?;
+    if f.mbs_in_batch < 1 || f.mbs_in_batch > u32::MAX as i64 {
+        return Err(InputError::field(
+            "mbsInBatch",
+            format!(
+                "must be a number of micro-batches >= 1, found {}",
+                f.mbs_in_batch
+            ),
+        ));
+    }
+    let mut ids = NodeIds::new(f.nodes.len())?;
+    for (i, n) in f.nodes.iter().enumerate() {
+        ids.push(n.id)?;
+        for (degree, list) in &n.tmpcs {
+            for (j, t) in list.iter().enumerate() {
+                let field = |name: &str| format!("nodes[{i}].TMPCs.{degree}[{j}].{name}");
+                non_negative(|| field("timePerSample"), "time", t.time_per_sample)?;
+                non_negative(|| field("parameterSize"), "size", t.parameter_size)?;
+                non_negative(|| field("memoryUsageA"), "size", t.memory_usage_a)?;
+                non_negative(|| field("memoryUsageB"), "size", t.memory_usage_b)?;
+            }
+        }
+    }
+    Ok(ids)
+}
+
+/// Node `v`'s costs at tensor-parallel degree 1: its TMPC "vanilla" (else the fastest), the
+/// forward part of its time, and whether that part comes from its "activation recomp" TMPC
+/// (recomputation adds one forward) rather than the default third.
+fn unsplit(node: &Node, v: usize) -> Result<(&Tmpc, f64, bool), InputError> {
+    let Some(list) = node.tmpcs.get("1").filter(|l| !l.is_empty()) else {
+        return Err(InputError::field(
+            format!("nodes[{v}].TMPCs"),
+            "no TMPC for tensor-parallel degree \"1\"; a pipeline chain needs the \
+             unsplit costs of every node",
+        ));
+    };
+    let chosen = list.iter().find(|t| t.id == "vanilla").unwrap_or_else(|| {
+        list.iter()
+            .min_by(|a, b| a.time_per_sample.total_cmp(&b.time_per_sample))
+            .expect("non-empty")
+    });
+    let total = chosen.time_per_sample;
+    let recomp = list
+        .iter()
+        .find(|t| t.id == "activation recomp")
+        .filter(|r| r.time_per_sample >= total);
+    Ok(match recomp {
+        Some(r) => (chosen, (r.time_per_sample - total).min(total), true),
+        None => (chosen, total / 3.0, false),
+    })
 }
 
 fn positive(field: &str, v: f64) -> Result<(), InputError> {
