@@ -147,6 +147,13 @@ pub struct TimedOp {
     pub resources: Vec<ResourceId>,
 }
 
+impl TimedOp {
+    /// When it runs micro-batch 0, at period `t`: its start in period `shift`.
+    pub fn absolute_start(&self, t: f64) -> f64 {
+        self.shift as f64 * t + self.start
+    }
+}
+
 /// Durations and resources of every operation a plan needs (async, under the reference model):
 /// F and B of each stage (the backward includes the replicas' gradient synchronisation, done once
 /// per micro-batch in an asynchronous pipeline) and the two sends of each cut that crosses
@@ -200,6 +207,27 @@ pub fn simulate(
         return Err(ScheduleViolation::BadPeriod(t));
     }
     let tol = TOL * t.max(1.0);
+    let timed = pattern_ops(plan, pattern, &needed, tol)?;
+    check_dependencies(&timed, plan.stages.len(), t, tol)?;
+    let busy = check_resources(&timed, t, tol)?;
+    let (in_flight, peak_activations) = activations(inst, plan, &timed, t, tol);
+    Ok(SimReport {
+        period: t,
+        peak_activations,
+        in_flight,
+        busy,
+    })
+}
+
+/// The pattern's operations with their durations and resources: each operation the plan needs
+/// exactly once, started within the period.
+fn pattern_ops(
+    plan: &Plan,
+    pattern: &Pattern,
+    needed: &BTreeMap<OpId, (f64, Vec<ResourceId>)>,
+    tol: f64,
+) -> Result<BTreeMap<OpId, TimedOp>, ScheduleViolation> {
+    let t = pattern.period;
     let mut timed: BTreeMap<OpId, TimedOp> = BTreeMap::new();
     for PatternOp {
         op,
@@ -244,10 +272,17 @@ pub fn simulate(
     if let Some(id) = needed.keys().find(|id| !timed.contains_key(id)) {
         return Err(ScheduleViolation::Missing(*id));
     }
+    Ok(timed)
+}
 
-    // Dependencies, on micro-batch 0: an operation with shift h runs it in period h.
-    let abs = |o: &TimedOp| o.shift as f64 * t + o.start;
-    let n = plan.stages.len();
+/// Dependencies, on micro-batch 0 (an operation with shift h runs it in period h): forwards down
+/// the pipeline, backwards up, each through its send when the stages' GPUs differ.
+fn check_dependencies(
+    timed: &BTreeMap<OpId, TimedOp>,
+    n: usize,
+    t: f64,
+    tol: f64,
+) -> Result<(), ScheduleViolation> {
     let id = |op, stage| OpId { op, stage };
     let mut edges: Vec<(OpId, OpId)> = Vec::new();
     for s in 0..n.saturating_sub(1) {
@@ -264,7 +299,7 @@ pub fn simulate(
     edges.push((id(OpKind::F, n - 1), id(OpKind::B, n - 1)));
     for (a, b) in edges {
         let (oa, ob) = (&timed[&a], &timed[&b]);
-        let late = abs(oa) + oa.duration - abs(ob);
+        let late = oa.absolute_start(t) + oa.duration - ob.absolute_start(t);
         if late > tol {
             return Err(ScheduleViolation::Dependency {
                 before: a,
@@ -273,8 +308,16 @@ pub fn simulate(
             });
         }
     }
+    Ok(())
+}
 
-    // Resources: busy time and pairwise overlap on the circle of length T.
+/// Each resource's busy time within the period, and no two of its operations overlapping on the
+/// circle of length `t`.
+fn check_resources(
+    timed: &BTreeMap<OpId, TimedOp>,
+    t: f64,
+    tol: f64,
+) -> Result<BTreeMap<ResourceId, f64>, ScheduleViolation> {
     let mut by_resource: BTreeMap<ResourceId, Vec<&TimedOp>> = BTreeMap::new();
     for o in timed.values() {
         for r in &o.resources {
@@ -313,15 +356,30 @@ pub fn simulate(
             }
         }
     }
+    Ok(busy)
+}
 
-    // Memory: stage s keeps a micro-batch from the start of its F to the end of its B.
+/// Micro-batches in flight per stage and peak activation bytes per GPU: stage s keeps a
+/// micro-batch from the start of its F to the end of its B.
+fn activations(
+    inst: &Instance,
+    plan: &Plan,
+    timed: &BTreeMap<OpId, TimedOp>,
+    t: f64,
+    tol: f64,
+) -> (Vec<u32>, Vec<f64>) {
+    let n = plan.stages.len();
+    let id = |op, stage| OpId { op, stage };
     let chain = inst.chain();
     let costs = stage_costs(inst, &chain, plan);
     let mut lifetimes = Vec::with_capacity(n);
     for s in 0..n {
         let f = &timed[&id(OpKind::F, s)];
         let b = &timed[&id(OpKind::B, s)];
-        lifetimes.push((f.start, abs(b) + b.duration - abs(f)));
+        lifetimes.push((
+            f.start,
+            b.absolute_start(t) + b.duration - f.absolute_start(t),
+        ));
     }
     let alive = |s: usize, tau: f64| -> u32 {
         let (start, life) = lifetimes[s];
@@ -352,12 +410,7 @@ pub fn simulate(
             }
         }
     }
-    Ok(SimReport {
-        period: t,
-        peak_activations: peak,
-        in_flight,
-        busy,
-    })
+    (in_flight, peak)
 }
 
 /// The operations of `pattern` with their durations and resources (from the cost model), in
