@@ -327,98 +327,7 @@ impl Plan {
         }
         let mut next = 0;
         for (i, s) in self.stages.iter().enumerate() {
-            let f = |name: &str| format!("plan.stages[{i}].{name}");
-            if s.first != next {
-                return Err(InputError::field(
-                    f("first"),
-                    if s.first > next {
-                        format!("layers {next}..{} are in no stage", s.first - 1)
-                    } else {
-                        format!("layer {} is already in an earlier stage", s.first)
-                    },
-                ));
-            }
-            if s.last < s.first {
-                return Err(InputError::field(
-                    f("last"),
-                    format!("{} is before first = {}", s.last, s.first),
-                ));
-            }
-            if s.last >= l {
-                return Err(InputError::field(
-                    f("last"),
-                    format!("layer {} does not exist (the chain has {l} layers)", s.last),
-                ));
-            }
-            next = s.last + 1;
-            if s.dp == 0 || s.tp == 0 {
-                return Err(InputError::field(
-                    f(if s.dp == 0 { "dp" } else { "tp" }),
-                    "degree must be at least 1",
-                ));
-            }
-            if s.ulysses && s.tp < 2 {
-                return Err(InputError::field(
-                    f("ulysses"),
-                    "Ulysses sequence parallelism needs a tp group (tp of at least 2)",
-                ));
-            }
-            if s.gpus.len() != (s.dp * s.tp) as usize {
-                return Err(InputError::field(
-                    f("gpus"),
-                    format!(
-                        "{} GPUs listed but dp x tp = {} x {} = {}",
-                        s.gpus.len(),
-                        s.dp,
-                        s.tp,
-                        s.dp * s.tp
-                    ),
-                ));
-            }
-            let mut seen = BTreeSet::new();
-            for &g in &s.gpus {
-                if g >= inst.cluster.gpus {
-                    return Err(InputError::field(
-                        f("gpus"),
-                        format!(
-                            "GPU {g} does not exist (the cluster has {} GPUs, ids 0..{})",
-                            inst.cluster.gpus,
-                            inst.cluster.gpus - 1
-                        ),
-                    ));
-                }
-                if !seen.insert(g) {
-                    return Err(InputError::field(
-                        f("gpus"),
-                        format!("GPU {g} listed twice"),
-                    ));
-                }
-            }
-            for (name, list) in [
-                ("checkpoint", &s.checkpoint),
-                ("swap", &s.swap),
-                ("recompute", &s.recompute),
-            ] {
-                let mut seen = BTreeSet::new();
-                for &c in list {
-                    if c < s.first || c > s.last {
-                        return Err(InputError::field(
-                            f(name),
-                            format!(
-                                "layer {c} is not in this stage (layers {}..={})",
-                                s.first, s.last
-                            ),
-                        ));
-                    }
-                    if !seen.insert(c) {
-                        return Err(InputError::field(
-                            f(name),
-                            format!("layer {c} listed twice"),
-                        ));
-                    }
-                }
-            }
-            check_actions(inst, s, &f)?;
+            next = check_stage(inst, i, s, next)?;
         }
         if next != l {
             return Err(InputError::field(
@@ -429,57 +338,172 @@ impl Plan {
                 ),
             ));
         }
-        match &self.schedule {
-            Schedule::Async { period, pattern } => {
+        check_schedule(&self.schedule)
+    }
+}
+
+/// Stage `i`, which must start at layer `next`: its layers, degrees, GPUs, layer lists and memory
+/// actions. Returns the layer the next stage starts at.
+fn check_stage(inst: &Instance, i: usize, s: &Stage, next: usize) -> Result<usize, InputError> {
+    let l = inst.num_layers();
+    let f = |name: &str| format!("plan.stages[{i}].{name}");
+    if s.first != next {
+        return Err(InputError::field(
+            f("first"),
+            if s.first > next {
+                format!("layers {next}..{} are in no stage", s.first - 1)
+            } else {
+                format!("layer {} is already in an earlier stage", s.first)
+            },
+        ));
+    }
+    if s.last < s.first {
+        return Err(InputError::field(
+            f("last"),
+            format!("{} is before first = {}", s.last, s.first),
+        ));
+    }
+    if s.last >= l {
+        return Err(InputError::field(
+            f("last"),
+            format!("layer {} does not exist (the chain has {l} layers)", s.last),
+        ));
+    }
+    if s.dp == 0 || s.tp == 0 {
+        return Err(InputError::field(
+            f(if s.dp == 0 { "dp" } else { "tp" }),
+            "degree must be at least 1",
+        ));
+    }
+    if s.ulysses && s.tp < 2 {
+        return Err(InputError::field(
+            f("ulysses"),
+            "Ulysses sequence parallelism needs a tp group (tp of at least 2)",
+        ));
+    }
+    if s.gpus.len() != (s.dp * s.tp) as usize {
+        return Err(InputError::field(
+            f("gpus"),
+            format!(
+                "{} GPUs listed but dp x tp = {} x {} = {}",
+                s.gpus.len(),
+                s.dp,
+                s.tp,
+                s.dp * s.tp
+            ),
+        ));
+    }
+    check_gpus(inst, s, &f)?;
+    check_layer_lists(s, &f)?;
+    check_actions(inst, s, &f)?;
+    Ok(s.last + 1)
+}
+
+/// A stage's GPUs exist and are listed once.
+fn check_gpus(inst: &Instance, s: &Stage, f: &dyn Fn(&str) -> String) -> Result<(), InputError> {
+    let mut seen = BTreeSet::new();
+    for &g in &s.gpus {
+        if g >= inst.cluster.gpus {
+            return Err(InputError::field(
+                f("gpus"),
+                format!(
+                    "GPU {g} does not exist (the cluster has {} GPUs, ids 0..{})",
+                    inst.cluster.gpus,
+                    inst.cluster.gpus - 1
+                ),
+            ));
+        }
+        if !seen.insert(g) {
+            return Err(InputError::field(
+                f("gpus"),
+                format!("GPU {g} listed twice"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// A stage's `checkpoint`, `swap` and `recompute` lists name its own layers, each once.
+fn check_layer_lists(s: &Stage, f: &dyn Fn(&str) -> String) -> Result<(), InputError> {
+    for (name, list) in [
+        ("checkpoint", &s.checkpoint),
+        ("swap", &s.swap),
+        ("recompute", &s.recompute),
+    ] {
+        let mut seen = BTreeSet::new();
+        for &c in list {
+            if c < s.first || c > s.last {
+                return Err(InputError::field(
+                    f(name),
+                    format!(
+                        "layer {c} is not in this stage (layers {}..={})",
+                        s.first, s.last
+                    ),
+                ));
+            }
+            if !seen.insert(c) {
+                return Err(InputError::field(
+                    f(name),
+                    format!("layer {c} listed twice"),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Positive periods (a given period equal to the pattern's), and at least one micro-batch.
+fn check_schedule(schedule: &Schedule) -> Result<(), InputError> {
+    match schedule {
+        Schedule::Async { period, pattern } => {
+            if let Some(t) = period {
+                if !(t.is_finite() && *t > 0.0) {
+                    return Err(InputError::field(
+                        "plan.schedule.period",
+                        format!("must be a positive time, found {t}"),
+                    ));
+                }
+            }
+            if let Some(p) = pattern {
+                if !(p.period.is_finite() && p.period > 0.0) {
+                    return Err(InputError::field(
+                        "plan.schedule.pattern.period",
+                        format!("must be a positive time, found {}", p.period),
+                    ));
+                }
                 if let Some(t) = period {
-                    if !(t.is_finite() && *t > 0.0) {
+                    if (t - p.period).abs() > 1e-9 * t.max(1.0) {
                         return Err(InputError::field(
                             "plan.schedule.period",
-                            format!("must be a positive time, found {t}"),
+                            format!("{t} differs from the pattern's period {}", p.period),
                         ));
                     }
-                }
-                if let Some(p) = pattern {
-                    if !(p.period.is_finite() && p.period > 0.0) {
-                        return Err(InputError::field(
-                            "plan.schedule.pattern.period",
-                            format!("must be a positive time, found {}", p.period),
-                        ));
-                    }
-                    if let Some(t) = period {
-                        if (t - p.period).abs() > 1e-9 * t.max(1.0) {
-                            return Err(InputError::field(
-                                "plan.schedule.period",
-                                format!("{t} differs from the pattern's period {}", p.period),
-                            ));
-                        }
-                    }
-                }
-            }
-            Schedule::OneFOneB {
-                micro_batches,
-                micro_batch,
-            }
-            | Schedule::Gpipe {
-                micro_batches,
-                micro_batch,
-            } => {
-                if *micro_batches == Some(0) {
-                    return Err(InputError::field(
-                        "plan.schedule.micro_batches",
-                        "must be at least 1",
-                    ));
-                }
-                if *micro_batch == Some(0) {
-                    return Err(InputError::field(
-                        "plan.schedule.micro_batch",
-                        "must be at least 1",
-                    ));
                 }
             }
         }
-        Ok(())
+        Schedule::OneFOneB {
+            micro_batches,
+            micro_batch,
+        }
+        | Schedule::Gpipe {
+            micro_batches,
+            micro_batch,
+        } => {
+            if *micro_batches == Some(0) {
+                return Err(InputError::field(
+                    "plan.schedule.micro_batches",
+                    "must be at least 1",
+                ));
+            }
+            if *micro_batch == Some(0) {
+                return Err(InputError::field(
+                    "plan.schedule.micro_batch",
+                    "must be at least 1",
+                ));
+            }
+        }
     }
+    Ok(())
 }
 
 /// Checks a stage's swap and recompute lists: one action per layer (none on a checkpointed
