@@ -194,51 +194,117 @@ pub fn generate(opts: &GenerateOptions) -> Result<Instance, InputError> {
     if opts.batch == 0 {
         return Err(InputError::field("batch", "must be at least 1 sample"));
     }
-    let cnn_family = info.family == Family::Cnn;
-    let precision = opts.precision.unwrap_or(if cnn_family {
-        Precision::Fp32
-    } else {
-        Precision::Mixed
-    });
-    let optimizer = opts.optimizer.unwrap_or(if cnn_family {
-        Optimizer::Sgd
-    } else {
-        Optimizer::Adam
-    });
-    let schedule = opts.schedule.unwrap_or(if cnn_family {
-        ScheduleKind::Async
-    } else {
-        ScheduleKind::OneFOneB
-    });
-    let peak = opts
-        .device_tflops
-        .unwrap_or(opts.device.peak_tflops(precision));
-    if !peak.is_finite() || peak <= 0.0 {
-        return Err(InputError::field(
-            "device_tflops",
-            format!("must be a positive rate in TFLOP/s, found {peak}"),
-        ));
-    }
-    let eff = opts.efficiency.unwrap_or(default_efficiency(precision));
-    if !(eff > 0.0 && eff <= 1.0) {
-        return Err(InputError::field(
-            "efficiency",
-            format!("must be in (0, 1], found {eff}"),
-        ));
-    }
-    if opts.micro_batches == Some(0) {
-        return Err(InputError::field("micro_batches", "must be at least 1"));
-    }
-    let micro_batches = match (opts.micro_batches, schedule) {
-        (Some(m), _) => Some(m),
-        (None, ScheduleKind::Async) => None,
-        (None, _) => Some(4 * opts.cluster.gpus.max(1)),
-    };
-    let e = bytes_per_element(precision);
+    let r = Resolved::new(opts, info)?;
+    let e = bytes_per_element(r.precision);
     let b = opts.batch as f64;
-    let flops_per_ms = peak * eff * 1e12 / 1e3;
-    let layers: Vec<Layer> = net
-        .layers
+    let layers = chain_layers(&net, b, e, r.peak * r.eff * 1e12 / 1e3);
+    let input = match net.input_kind {
+        InputKind::Image => net.input * b * e,
+        InputKind::Tokens => net.input * b * 8.0,
+    };
+    let (name, title) = names(opts, info, &net);
+    let state_factor = r.optimizer.state_factor(r.precision);
+    let mut source = source_note(opts, info, &net, &r, &title);
+    if let Some(note) = &opts.note {
+        source.push(' ');
+        source.push_str(note);
+    }
+    let inst = Instance {
+        format: FORMAT.to_string(),
+        name,
+        source,
+        model: Model {
+            name: title,
+            batch: opts.batch,
+            input,
+            layers,
+        },
+        cluster: opts.cluster.clone(),
+        training: Training {
+            micro_batch: None,
+            micro_batches: r.micro_batches,
+            schedule: r.schedule,
+            weight_versions: 2,
+            optimizer_state_factor: state_factor,
+            precision: Some(r.precision),
+        },
+        extensions: Default::default(),
+        calibration: None,
+    };
+    inst.validate()?;
+    Ok(inst)
+}
+
+/// The options a family defaults (precision, optimizer, schedule, micro-batches) and the
+/// device's rate, resolved and checked.
+struct Resolved {
+    precision: Precision,
+    optimizer: Optimizer,
+    schedule: ScheduleKind,
+    /// Peak rate (TFLOP/s).
+    peak: f64,
+    /// Fraction of the peak reached.
+    eff: f64,
+    micro_batches: Option<u32>,
+}
+
+impl Resolved {
+    fn new(opts: &GenerateOptions, info: &ModelInfo) -> Result<Resolved, InputError> {
+        let cnn_family = info.family == Family::Cnn;
+        let precision = opts.precision.unwrap_or(if cnn_family {
+            Precision::Fp32
+        } else {
+            Precision::Mixed
+        });
+        let optimizer = opts.optimizer.unwrap_or(if cnn_family {
+            Optimizer::Sgd
+        } else {
+            Optimizer::Adam
+        });
+        let schedule = opts.schedule.unwrap_or(if cnn_family {
+            ScheduleKind::Async
+        } else {
+            ScheduleKind::OneFOneB
+        });
+        let peak = opts
+            .device_tflops
+            .unwrap_or(opts.device.peak_tflops(precision));
+        if !peak.is_finite() || peak <= 0.0 {
+            return Err(InputError::field(
+                "device_tflops",
+                format!("must be a positive rate in TFLOP/s, found {peak}"),
+            ));
+        }
+        let eff = opts.efficiency.unwrap_or(default_efficiency(precision));
+        if !(eff > 0.0 && eff <= 1.0) {
+            return Err(InputError::field(
+                "efficiency",
+                format!("must be in (0, 1], found {eff}"),
+            ));
+        }
+        if opts.micro_batches == Some(0) {
+            return Err(InputError::field("micro_batches", "must be at least 1"));
+        }
+        let micro_batches = match (opts.micro_batches, schedule) {
+            (Some(m), _) => Some(m),
+            (None, ScheduleKind::Async) => None,
+            (None, _) => Some(4 * opts.cluster.gpus.max(1)),
+        };
+        Ok(Resolved {
+            precision,
+            optimizer,
+            schedule,
+            peak,
+            eff,
+            micro_batches,
+        })
+    }
+}
+
+/// One chain layer per network layer at `b` samples and `e` bytes per element; forward = 2 x
+/// MACs / the rate, backward = 2 x forward.
+fn chain_layers(net: &Network, b: f64, e: f64, flops_per_ms: f64) -> Vec<Layer> {
+    net.layers
         .iter()
         .map(|l| {
             let forward = round_ms(2.0 * l.macs * b / flops_per_ms);
@@ -254,18 +320,18 @@ pub fn generate(opts: &GenerateOptions) -> Result<Instance, InputError> {
                 tensor_parallel: Vec::new(),
             }
         })
-        .collect();
-    let input = match net.input_kind {
-        InputKind::Image => net.input * b * e,
-        InputKind::Tokens => net.input * b * 8.0,
-    };
+        .collect()
+}
+
+/// The instance's name (unless given) and the model's title; a block count other than the
+/// model's is part of both.
+fn names(opts: &GenerateOptions, info: &ModelInfo, net: &Network) -> (String, String) {
     let size = match (info.default_seq_len, info.default_image_size) {
         (Some(s), _) => format!("s{}", opts.seq_len.unwrap_or(s)),
         (None, Some(i)) => format!("{}px", opts.image_size.unwrap_or(i)),
         (None, None) => String::new(),
     };
     let gib = opts.cluster.memory / 1024f64.powi(3);
-    // A block count other than the model's is part of the model's name and title.
     let (model, title) = match opts.blocks {
         Some(b) => (
             format!("{}-{b}blocks", info.name),
@@ -281,10 +347,23 @@ pub fn generate(opts: &GenerateOptions) -> Result<Instance, InputError> {
             fmt_num((gib * 100.0).round() / 100.0)
         )
     });
+    (name, title)
+}
+
+/// The instance's `source`: how every number was derived.
+fn source_note(
+    opts: &GenerateOptions,
+    info: &ModelInfo,
+    net: &Network,
+    r: &Resolved,
+    title: &str,
+) -> String {
+    let (precision, optimizer, peak, eff) = (r.precision, r.optimizer, r.peak, r.eff);
+    let e = bytes_per_element(precision);
+    let schedule = r.schedule;
     let tied: f64 = net.layers.iter().map(|l| l.tied_params).sum();
     let state_factor = optimizer.state_factor(precision);
-    let mut source =
-        format!(
+    format!(
         "Generated by pipeplan (formulations::generate, model \"{}\"): {}, {} parameters{}; {}. \
          Time: forward = 2 x MACs of convolutions, linear layers and attention products \
          ({} GMACs per sample) x micro-batch / ({} {} peak {} TFLOP/s x efficiency {} = {} \
@@ -310,7 +389,11 @@ pub fn generate(opts: &GenerateOptions) -> Result<Instance, InputError> {
         precision_name(precision),
         fmt_num(e),
         fmt_num(e),
-        if tied > 0.0 { " (tied copies included)" } else { "" },
+        if tied > 0.0 {
+            " (tied copies included)"
+        } else {
+            ""
+        },
         net.accounting_note,
         optimizer.name(),
         fmt_num(state_factor),
@@ -320,33 +403,5 @@ pub fn generate(opts: &GenerateOptions) -> Result<Instance, InputError> {
             ""
         },
         schedule,
-    );
-    if let Some(note) = &opts.note {
-        source.push(' ');
-        source.push_str(note);
-    }
-    let inst = Instance {
-        format: FORMAT.to_string(),
-        name,
-        source,
-        model: Model {
-            name: title,
-            batch: opts.batch,
-            input,
-            layers,
-        },
-        cluster: opts.cluster.clone(),
-        training: Training {
-            micro_batch: None,
-            micro_batches,
-            schedule,
-            weight_versions: 2,
-            optimizer_state_factor: state_factor,
-            precision: Some(precision),
-        },
-        extensions: Default::default(),
-        calibration: None,
-    };
-    inst.validate()?;
-    Ok(inst)
+    )
 }
