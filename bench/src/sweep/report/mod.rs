@@ -81,114 +81,168 @@ fn label(algorithm: &str, settings: &str) -> String {
 /// member, objective and hash) where it has a value, else against the best value of that
 /// objective in the store.
 pub fn build(rows: &[RunRow], best_known: Option<&BestKnown>) -> Report {
-    let order = registry::names();
-    let algo_rank = |a: &str| order.iter().position(|n| *n == a).unwrap_or(order.len());
-    let mut configs: Vec<(String, String)> = rows
-        .iter()
-        .map(|r| (r.algorithm.clone(), r.settings.clone()))
-        .collect();
-    configs.sort_by(|a, b| (algo_rank(&a.0), &a.0, &a.1).cmp(&(algo_rank(&b.0), &b.0, &b.1)));
-    configs.dedup();
-    // Instances: (name, hash), by name.
-    let mut instances: Vec<(String, String)> = rows
-        .iter()
-        .map(|r| (r.instance.clone(), r.instance_hash.clone()))
-        .collect();
-    instances.sort();
-    instances.dedup_by(|a, b| a.1 == b.1);
-    let config_index: HashMap<(&str, &str), usize> = configs
-        .iter()
-        .enumerate()
-        .map(|(i, (a, s))| ((a.as_str(), s.as_str()), i))
-        .collect();
-    let instance_index: HashMap<&str, usize> = instances
-        .iter()
-        .enumerate()
-        .map(|(i, (_, h))| (h.as_str(), i))
-        .collect();
-    let mut by_cell: BTreeMap<(usize, usize), Vec<&RunRow>> = BTreeMap::new();
-    for r in rows {
-        let c = config_index[&(r.algorithm.as_str(), r.settings.as_str())];
-        let i = instance_index[r.instance_hash.as_str()];
-        by_cell.entry((c, i)).or_default().push(r);
-    }
-    let cells: BTreeMap<(usize, usize), Cell> = by_cell
-        .iter()
-        .map(|(k, runs)| (*k, Cell::of(runs)))
-        .collect();
+    let g = Grid::new(rows);
+    let store_best = store_best(rows, &g);
     // Reference of each (instance, objective): the best-known entry, else the store's best.
-    let mut store_best: BTreeMap<(usize, String), f64> = BTreeMap::new();
-    for r in rows.iter().filter(|r| r.result == "solved") {
-        let (Some(name), Some(v)) = (&r.claimed_objective_name, r.claimed_objective) else {
-            continue;
-        };
-        let i = instance_index[r.instance_hash.as_str()];
-        let e = store_best.entry((i, name.clone())).or_insert(v);
-        *e = e.min(v);
-    }
     let reference = |i: usize, objective: &str| -> Option<f64> {
-        let (name, hash) = &instances[i];
+        let (name, hash) = &g.instances[i];
         best_known
             .and_then(|bk| bk.get(name, objective))
             .filter(|e| e.hash == *hash)
             .map(|e| e.value)
             .or_else(|| store_best.get(&(i, objective.to_string())).copied())
     };
-    let configurations = configs
+    let configurations = (0..g.configs.len())
+        .map(|c| summary(&g, c, &reference))
+        .collect();
+    Report {
+        runs: rows.len(),
+        instances: g.instances.iter().map(|(n, _)| n.clone()).collect(),
+        reference: if best_known.is_some() {
+            "best-known values (the store's best where the file has none)".into()
+        } else {
+            "the best value of the same objective in the store".into()
+        },
+        configurations,
+        profiles: profiles(&g),
+    }
+}
+
+/// A store's runs by configuration (algorithm and settings, in registry order) and instance (by
+/// name, one per hash).
+struct Grid {
+    configs: Vec<(String, String)>,
+    /// (name, hash).
+    instances: Vec<(String, String)>,
+    /// Instance index by hash.
+    instance_index: HashMap<String, usize>,
+    /// The runs of each (configuration, instance).
+    cells: BTreeMap<(usize, usize), Cell>,
+}
+
+impl Grid {
+    fn new(rows: &[RunRow]) -> Grid {
+        let order = registry::names();
+        let algo_rank = |a: &str| order.iter().position(|n| *n == a).unwrap_or(order.len());
+        let mut configs: Vec<(String, String)> = rows
+            .iter()
+            .map(|r| (r.algorithm.clone(), r.settings.clone()))
+            .collect();
+        configs.sort_by(|a, b| (algo_rank(&a.0), &a.0, &a.1).cmp(&(algo_rank(&b.0), &b.0, &b.1)));
+        configs.dedup();
+        // Instances: (name, hash), by name.
+        let mut instances: Vec<(String, String)> = rows
+            .iter()
+            .map(|r| (r.instance.clone(), r.instance_hash.clone()))
+            .collect();
+        instances.sort();
+        instances.dedup_by(|a, b| a.1 == b.1);
+        let config_index: HashMap<(&str, &str), usize> = configs
+            .iter()
+            .enumerate()
+            .map(|(i, (a, s))| ((a.as_str(), s.as_str()), i))
+            .collect();
+        let instance_index: HashMap<String, usize> = instances
+            .iter()
+            .enumerate()
+            .map(|(i, (_, h))| (h.clone(), i))
+            .collect();
+        let mut by_cell: BTreeMap<(usize, usize), Vec<&RunRow>> = BTreeMap::new();
+        for r in rows {
+            let c = config_index[&(r.algorithm.as_str(), r.settings.as_str())];
+            let i = instance_index[r.instance_hash.as_str()];
+            by_cell.entry((c, i)).or_default().push(r);
+        }
+        let cells: BTreeMap<(usize, usize), Cell> = by_cell
+            .iter()
+            .map(|(k, runs)| (*k, Cell::of(runs)))
+            .collect();
+        Grid {
+            configs,
+            instances,
+            instance_index,
+            cells,
+        }
+    }
+
+    /// The configuration labels, in order.
+    fn labels(&self) -> Vec<String> {
+        self.configs.iter().map(|(a, s)| label(a, s)).collect()
+    }
+}
+
+/// The best claimed value of each (instance, objective) among the store's solved runs.
+fn store_best(rows: &[RunRow], g: &Grid) -> BTreeMap<(usize, String), f64> {
+    let mut store_best: BTreeMap<(usize, String), f64> = BTreeMap::new();
+    for r in rows.iter().filter(|r| r.result == "solved") {
+        let (Some(name), Some(v)) = (&r.claimed_objective_name, r.claimed_objective) else {
+            continue;
+        };
+        let i = g.instance_index[r.instance_hash.as_str()];
+        let e = store_best.entry((i, name.clone())).or_insert(v);
+        *e = e.min(v);
+    }
+    store_best
+}
+
+/// Configuration `c`'s row: its runs, shares, gaps to the reference and time.
+fn summary(g: &Grid, c: usize, reference: &dyn Fn(usize, &str) -> Option<f64>) -> ConfigSummary {
+    let (algorithm, settings) = &g.configs[c];
+    let mine: Vec<(usize, &Cell)> = g
+        .cells
+        .range((c, 0)..(c + 1, 0))
+        .map(|((_, i), cell)| (*i, cell))
+        .collect();
+    let runs: usize = mine.iter().map(|(_, x)| x.runs).sum();
+    let share = |n: usize| {
+        if runs == 0 {
+            0.0
+        } else {
+            n as f64 / runs as f64
+        }
+    };
+    let mut objectives: Vec<String> = mine
         .iter()
-        .enumerate()
-        .map(|(c, (algorithm, settings))| {
-            let mine: Vec<(usize, &Cell)> = cells
-                .range((c, 0)..(c + 1, 0))
-                .map(|((_, i), cell)| (*i, cell))
-                .collect();
-            let runs: usize = mine.iter().map(|(_, x)| x.runs).sum();
-            let share = |n: usize| {
-                if runs == 0 {
-                    0.0
-                } else {
-                    n as f64 / runs as f64
-                }
-            };
-            let mut objectives: Vec<String> = mine
-                .iter()
-                .filter_map(|(_, x)| x.objective.as_ref().map(|o| o.0.clone()))
-                .collect();
-            objectives.sort();
-            objectives.dedup();
-            let gaps: Vec<(usize, f64)> = mine
-                .iter()
-                .filter_map(|(i, x)| {
-                    let (name, _, v) = x.objective.as_ref()?;
-                    Some((*i, relative_gap(*v, reference(*i, name)?)))
-                })
-                .collect();
-            let worst = gaps
-                .iter()
-                .copied()
-                .reduce(|a, b| if b.1 > a.1 { b } else { a });
-            let times: Vec<f64> = mine.iter().filter_map(|(_, x)| x.time_ms).collect();
-            ConfigSummary {
-                configuration: label(algorithm, settings),
-                algorithm: algorithm.clone(),
-                settings: settings.clone(),
-                runs,
-                instances: mine.len(),
-                unsupported: mine.iter().map(|(_, x)| x.unsupported).sum(),
-                solved_share: share(mine.iter().map(|(_, x)| x.solved).sum()),
-                fits_share: share(mine.iter().map(|(_, x)| x.fits).sum()),
-                objectives,
-                gaps: gaps.len(),
-                gap_mean: (!gaps.is_empty())
-                    .then(|| gaps.iter().map(|g| g.1).sum::<f64>() / gaps.len() as f64),
-                gap_worst: worst.map(|w| w.1),
-                gap_worst_instance: worst.map(|w| instances[w.0].0.clone()),
-                timed: times.len(),
-                time_sgm_ms: shifted_geometric_mean(&times, TIME_SHIFT_MS),
-            }
+        .filter_map(|(_, x)| x.objective.as_ref().map(|o| o.0.clone()))
+        .collect();
+    objectives.sort();
+    objectives.dedup();
+    let gaps: Vec<(usize, f64)> = mine
+        .iter()
+        .filter_map(|(i, x)| {
+            let (name, _, v) = x.objective.as_ref()?;
+            Some((*i, relative_gap(*v, reference(*i, name)?)))
         })
         .collect();
-    let labels: Vec<String> = configs.iter().map(|(a, s)| label(a, s)).collect();
+    let worst = gaps
+        .iter()
+        .copied()
+        .reduce(|a, b| if b.1 > a.1 { b } else { a });
+    let times: Vec<f64> = mine.iter().filter_map(|(_, x)| x.time_ms).collect();
+    ConfigSummary {
+        configuration: label(algorithm, settings),
+        algorithm: algorithm.clone(),
+        settings: settings.clone(),
+        runs,
+        instances: mine.len(),
+        unsupported: mine.iter().map(|(_, x)| x.unsupported).sum(),
+        solved_share: share(mine.iter().map(|(_, x)| x.solved).sum()),
+        fits_share: share(mine.iter().map(|(_, x)| x.fits).sum()),
+        objectives,
+        gaps: gaps.len(),
+        gap_mean: (!gaps.is_empty())
+            .then(|| gaps.iter().map(|g| g.1).sum::<f64>() / gaps.len() as f64),
+        gap_worst: worst.map(|w| w.1),
+        gap_worst_instance: worst.map(|w| g.instances[w.0].0.clone()),
+        timed: times.len(),
+        time_sgm_ms: shifted_geometric_mean(&times, TIME_SHIFT_MS),
+    }
+}
+
+/// The performance profiles: solve time, each claimed objective, and evaluated throughput.
+fn profiles(g: &Grid) -> Vec<Profile> {
+    let (configs, instances, cells) = (&g.configs, &g.instances, &g.cells);
+    let labels = g.labels();
     let grid = |f: &dyn Fn(&Cell) -> Option<f64>| -> Vec<Vec<Option<f64>>> {
         (0..configs.len())
             .map(|c| {
@@ -245,17 +299,7 @@ pub fn build(rows: &[RunRow], best_known: Option<&BestKnown>) -> Report {
         &labels,
         &grid(&|x: &Cell| x.throughput.filter(|t| *t > 0.0).map(|t| 1.0 / t)),
     ));
-    Report {
-        runs: rows.len(),
-        instances: instances.iter().map(|(n, _)| n.clone()).collect(),
-        reference: if best_known.is_some() {
-            "best-known values (the store's best where the file has none)".into()
-        } else {
-            "the best value of the same objective in the store".into()
-        },
-        configurations,
-        profiles,
-    }
+    profiles
 }
 
 /// The best-known candidates of a store: every solved run's claimed objective, with its
