@@ -36,8 +36,6 @@ def evaluate(
     instance (the message names the file or field) or a bad calibration file.
     """
     read = _read(plan, instance, calibration, plan_from, modules, repair_layers)
-    if read.evaluation is not None:
-        return json.loads(read.evaluation)
     data, _record = _native.evaluate(read.plan, read.instance)
     return json.loads(data)
 
@@ -119,8 +117,6 @@ class _Read(NamedTuple):
     name: str
     #: A solution's claimed peak memory per GPU.
     claimed: Optional[List[float]]
-    #: A runtime's plan file is judged as it is read: the evaluation's JSON.
-    evaluation: Optional[str]
 
 
 def _read(
@@ -138,7 +134,7 @@ def _read(
     if plan_from is not None:
         if isinstance(plan, (Solution, Mapping)):
             raise TypeError("with plan_from, plan is the path of the runtime's plan file")
-        data, _record, told, plan_json = _native.evaluate_file(
+        plan_json, told = _native.read_plan_file(
             plan_from,
             os.fspath(plan),
             _fspath(modules),
@@ -148,7 +144,7 @@ def _read(
         for line in told:
             warnings.warn(line, UserWarning, stacklevel=3)
         name = os.path.splitext(os.path.basename(os.fspath(plan)))[0]
-        return _Read(inst, plan_json, name, None, data)
+        return _Read(inst, plan_json, name, None)
     if modules is not None or repair_layers:
         raise TypeError("modules and repair_layers read a runtime's plan file: give plan_from")
     name, claimed = "plan", None
@@ -160,4 +156,4 @@ def _read(
         name = plan.get("algorithm") or name
         claimed = (plan.get("claimed") or {}).get("peak_memory")
         plan = plan["plan"]
-    return _Read(inst, json.dumps(plan), name, claimed, None)
+    return _Read(inst, json.dumps(plan), name, claimed)

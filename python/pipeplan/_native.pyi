@@ -65,15 +65,15 @@ def compare(
 def evaluate(plan: str, instance: Instance) -> Tuple[str, str]:
     """The evaluation's JSON and its CSV record's JSON."""
 
-def evaluate_file(
+def read_plan_file(
     format: str,
     path: str,
     modules: Optional[str],
     repair_layers: bool,
     instance: Instance,
-) -> Tuple[str, str, List[str], str]:
-    """A runtime's plan file judged (``pipeplan evaluate --plan-from``): the evaluation's JSON,
-    its CSV record's JSON, the notes for the user, and the plan's JSON."""
+) -> Tuple[str, List[str]]:
+    """A runtime's plan file read as ``--plan-from`` reads it: the plan's JSON and the notes for
+    the user."""
 
 def plan_svg(
     plan: str,

@@ -26,29 +26,26 @@ pub(crate) fn evaluate(
     Ok((json(&e), json(&Record::of_evaluation(inst, &plan, &e))))
 }
 
-/// Judges a runtime's plan file (`format`: `galvatron`, `pipedream` or `sailor`) on `instance`
-/// (as `pipeplan evaluate --plan-from FORMAT --json`); returns the evaluation's JSON, its CSV
-/// record's JSON, what to tell the user (what was mended, then the notes), and the plan's JSON.
+/// Reads a runtime's plan file (`format`: `galvatron`, `pipedream` or `sailor`) for `instance`,
+/// as `--plan-from FORMAT` does; returns the plan's JSON and what to tell the user (what was
+/// mended, then the notes). The plan is judged by whichever call takes it next.
 #[pyfunction]
 #[pyo3(signature = (format, path, modules, repair_layers, instance))]
-pub(crate) fn evaluate_file(
+pub(crate) fn read_plan_file(
     py: Python<'_>,
     format: &str,
     path: PathBuf,
     modules: Option<PathBuf>,
     repair_layers: bool,
     instance: &Bound<'_, PyInstance>,
-) -> PyResult<(String, String, Vec<String>, String)> {
+) -> PyResult<(String, Vec<String>)> {
     let inst = &instance.get().inner;
     let format: PlanFormat = format.parse().map_err(|e| error(py, "InstanceError", e))?;
     let noted = format
         .read_path(&path, modules.as_deref(), repair_layers, inst)
         .map_err(|e| input_error(py, &e))?;
-    let plan = &noted.plan.plan;
-    let e = judge(inst, plan).map_err(|e| input_error(py, &e))?;
     let told = noted.messages(&path, "repair_layers");
-    let record = json(&Record::of_evaluation(inst, plan, &e));
-    Ok((json(&e), record, told, json(plan)))
+    Ok((json(&noted.plan.plan), told))
 }
 
 /// A judged plan's chart as SVG text (as `pipeplan plot` draws it), titled after `name` (what

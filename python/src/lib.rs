@@ -31,7 +31,7 @@ fn native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(evaluate::evaluate, m)?)?;
     m.add_function(wrap_pyfunction!(measured::accuracy, m)?)?;
     m.add_function(wrap_pyfunction!(measured::calibrate, m)?)?;
-    m.add_function(wrap_pyfunction!(evaluate::evaluate_file, m)?)?;
+    m.add_function(wrap_pyfunction!(evaluate::read_plan_file, m)?)?;
     m.add_function(wrap_pyfunction!(evaluate::plan_svg, m)?)?;
     m.add_function(wrap_pyfunction!(evaluate::trace, m)?)?;
     m.add_function(wrap_pyfunction!(evaluate::explain, m)?)?;
