@@ -65,13 +65,8 @@ fn tracks(t: &Timeline) -> Vec<(String, Track)> {
     out
 }
 
-/// The title of a plan's chart: what made the plan (an algorithm, a file), the instance, and the
-/// GPUs the plan uses.
-pub fn plan_title(name: &str, inst: &Instance, ev: &Evaluation) -> String {
-    format!("{name} on {} ({} GPUs)", inst.name, ev.gpus_used)
-}
-
-/// The chart of a plan the evaluator judged (`ev`), titled by [`plan_title`]: the simulator's
+/// The chart of a plan the evaluator judged (`ev`), titled `NAME on INSTANCE (N GPUs)` after
+/// what made the plan (an algorithm, a file) and the GPUs it uses: the simulator's
 /// timeline over `periods` periods (or iterations) and the evaluator's memory breakdown, drawn
 /// by [`plan_svg`].
 pub fn plan_chart(
@@ -85,7 +80,7 @@ pub fn plan_chart(
     let t = timeline(inst, plan, periods).map_err(|e| e.to_string())?;
     let memory = memory_breakdown(inst, plan, ev);
     plan_svg(
-        &plan_title(name, inst, ev),
+        &format!("{name} on {} ({} GPUs)", inst.name, ev.gpus_used),
         &t,
         &memory,
         claimed,
