@@ -263,6 +263,18 @@ pub fn async_schedule(period: Option<f64>) -> Schedule {
     }
 }
 
+/// What a planner of the family notes when it plans the asynchronous 1F1B* schedule on an
+/// instance whose default schedule is another.
+pub fn async_schedule_note(inst: &Instance) -> Option<String> {
+    (inst.training.schedule != ScheduleKind::Async).then(|| {
+        format!(
+            "asynchronous 1F1B* schedule (the MadPipe family's); the instance's default \
+             schedule {} is not used",
+            inst.training.schedule
+        )
+    })
+}
+
 fn zero_work() -> InputError {
     InputError::field(
         "model.layers",

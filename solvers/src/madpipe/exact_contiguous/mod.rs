@@ -38,7 +38,7 @@
 mod diagnose;
 mod oracle;
 
-use super::valid_period::{async_schedule, valid_period, ValidPeriod};
+use super::valid_period::{async_schedule, async_schedule_note, valid_period, ValidPeriod};
 use crate::algorithm::{
     solution, Algorithm, Claimed, Context, Family, Objective, ObjectiveKind, Solution, SolveError,
     Stats, Status,
@@ -46,7 +46,6 @@ use crate::algorithm::{
 use crate::deadline::Deadline;
 use crate::settings::{Kind, Param};
 use oracle::Model;
-use pipeplan_formulations::instance::ScheduleKind;
 use pipeplan_formulations::{InputError, Instance, Plan};
 
 /// The exact contiguous optimum (see the module docs).
@@ -237,13 +236,7 @@ impl Algorithm for ExactContiguous {
                 opt.bound
             ));
         }
-        if inst.training.schedule != ScheduleKind::Async {
-            sol.notes.push(format!(
-                "asynchronous 1F1B* schedule (the MadPipe family's); the instance's default \
-                 schedule {} is not used",
-                inst.training.schedule
-            ));
-        }
+        sol.notes.extend(async_schedule_note(inst));
         Ok(sol)
     }
 }

@@ -57,13 +57,15 @@
 //! stated in the notes; when no period fits the memory, the solve fails with the GPU that does
 //! not fit.
 
-use super::valid_period::{async_schedule, valid_period_of_plan, ValidPeriodError};
+use super::valid_period::{
+    async_schedule, async_schedule_note, valid_period_of_plan, ValidPeriodError,
+};
 use crate::algorithm::{
     solution, Algorithm, Claimed, Context, Family, Objective, ObjectiveKind, Solution, SolveError,
     Stats, Status, Unsupported,
 };
 use crate::settings::{Kind, Param};
-use pipeplan_formulations::instance::{ScheduleKind, Traffic};
+use pipeplan_formulations::instance::Traffic;
 use pipeplan_formulations::units::fmt_bytes;
 use pipeplan_formulations::{InputError, Instance, Plan, Stage};
 
@@ -359,13 +361,7 @@ impl Algorithm for PipeDream {
                 .collect::<Vec<_>>()
                 .join(", ")
         ));
-        if inst.training.schedule != ScheduleKind::Async {
-            sol.notes.push(format!(
-                "asynchronous 1F1B* schedule (the MadPipe family's); the instance's default \
-                 schedule {} is not used",
-                inst.training.schedule
-            ));
-        }
+        sol.notes.extend(async_schedule_note(inst));
         Ok(sol)
     }
 }
