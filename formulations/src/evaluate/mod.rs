@@ -194,23 +194,7 @@ pub fn evaluate(inst: &Instance, plan: &Plan) -> Result<Evaluation, InputError> 
     } = timing;
     notes.append(&mut timing_notes);
 
-    // Peak memory per GPU: states + buffers + activations (+ one re-materialized layer).
-    let mut peak = activations;
-    let mut transient = vec![0.0f64; peak.len()];
-    for (s, st) in plan.stages.iter().enumerate() {
-        for &g in &st.gpus {
-            peak[g as usize] += costs[s].states + costs[s].buffers;
-            transient[g as usize] = transient[g as usize].max(costs[s].transient);
-        }
-    }
-    // What the framework holds before training (calibration), on every GPU the plan uses.
-    let reserved = inst.calibration().reserved_memory;
-    for (g, (p, t)) in peak.iter_mut().zip(&transient).enumerate() {
-        *p += t;
-        if used.binary_search(&(g as u32)).is_ok() {
-            *p += reserved;
-        }
-    }
+    let peak = peak_memory(inst, plan, &costs, activations, &used);
     let (max_gpu, max_memory) =
         peak.iter().enumerate().fold(
             (0, 0.0),
@@ -255,6 +239,34 @@ pub fn evaluate(inst: &Instance, plan: &Plan) -> Result<Evaluation, InputError> 
     };
     check_finite(&ev)?;
     Ok(ev)
+}
+
+/// Peak memory per GPU: the schedule's stored `activations`, then each stage's states and
+/// buffers, the largest transient of its stages, and on every GPU the plan uses (`used`,
+/// sorted) what the framework holds before training (calibration).
+fn peak_memory(
+    inst: &Instance,
+    plan: &Plan,
+    costs: &[StageCost],
+    activations: Vec<f64>,
+    used: &[u32],
+) -> Vec<f64> {
+    let mut peak = activations;
+    let mut transient = vec![0.0f64; peak.len()];
+    for (s, st) in plan.stages.iter().enumerate() {
+        for &g in &st.gpus {
+            peak[g as usize] += costs[s].states + costs[s].buffers;
+            transient[g as usize] = transient[g as usize].max(costs[s].transient);
+        }
+    }
+    let reserved = inst.calibration().reserved_memory;
+    for (g, (p, t)) in peak.iter_mut().zip(&transient).enumerate() {
+        *p += t;
+        if used.binary_search(&(g as u32)).is_ok() {
+            *p += reserved;
+        }
+    }
+    peak
 }
 
 /// Says which stages run at a tensor-parallel degree the instance does not measure while it

@@ -1,0 +1,213 @@
+//! The cost of one stage: its layers' compute and tensor-parallel communication, model states,
+//! gradient synchronisation, activations and buffers, and what swap and recompute change.
+
+use super::{
+    allreduce_ms, alltoall_ms, measured_degree, state_copies, swap_stall, ActionModel, StageCost,
+};
+use crate::instance::{Chain, Instance, ScheduleKind, Traffic};
+use crate::plan::Stage;
+
+/// Cost of one stage with the swap/recompute model: `extra` = the per-layer model and the idle
+/// lower bounds of [`idle_lower_bounds`](super::idle_lower_bounds) (`None`: no actions, no
+/// workspace). [`stage_cost`](super::stage_cost) uses the model only when the stage has
+/// actions, with idle times for single-GPU stages.
+pub fn stage_cost_with(
+    inst: &Instance,
+    chain: &Chain,
+    st: &Stage,
+    kind: ScheduleKind,
+    cut_before: bool,
+    cut_after: bool,
+    extra: Option<(&ActionModel, &[f64])>,
+) -> StageCost {
+    let (k, l) = (st.first, st.last + 1);
+    let w = st.width();
+    let sums = LayerSums::of(inst, chain, st);
+    let copies = state_copies(inst, kind);
+    // Tensor parallelism splits the weights over the tp group; Ulysses keeps them whole and
+    // shares the gradients over every GPU of the stage.
+    let (split, sharers) = if st.ulysses {
+        (1.0, st.dp * st.tp)
+    } else {
+        (st.tp as f64, st.dp)
+    };
+    let mut states = sums.weights * copies / split;
+    if st.sdp {
+        states /= sharers as f64;
+    }
+    let dp_bw = inst.group_bandwidth(&st.gpus, Traffic::Collective);
+    let mut grad_sync = allreduce_ms(sums.weights / split, sharers, dp_bw);
+    if st.sdp {
+        grad_sync *= 1.5;
+    }
+    let mut buffers = 0.0;
+    if cut_before {
+        buffers += 2.0 * chain.cut[k - 1];
+    }
+    if cut_after {
+        buffers += 2.0 * chain.cut[l - 1];
+    }
+    let mut stored = sums.stored;
+    let mut transient = sums.transient;
+    let actions = match extra {
+        Some((model, idle)) => {
+            let a = Actions::of(chain, st, model, idle, &sums);
+            stored -= a.removed;
+            transient = transient.max(a.longest_run);
+            a
+        }
+        None => Actions::default(),
+    };
+    let tp_comm = sums.tp_comm;
+    StageCost {
+        forward: sums.fwd / w + tp_comm,
+        backward: sums.bwd / w + tp_comm + actions.recompute / w + actions.swap_stall,
+        grad_sync,
+        states,
+        act_per_mb: stored.max(0.0) / w,
+        transient: (transient.max(0.0) + actions.transient) / w,
+        buffers: buffers / st.dp as f64,
+        recompute: actions.recompute / w,
+        reforward: sums.reforward / w,
+        swap_stall: actions.swap_stall,
+        swap_transfer: actions.swap_transfer,
+    }
+}
+
+/// A stage's layers summed, whole-group figures (bytes and ms before the division by the
+/// stage's width), except `tp_comm`, per GPU.
+struct LayerSums {
+    fwd: f64,
+    /// Backward, with the forward again of checkpointed layers.
+    bwd: f64,
+    /// Tensor-parallel communication per pass (ms).
+    tp_comm: f64,
+    /// Activations stored per micro-batch (a checkpointed layer keeps only its input).
+    stored: f64,
+    /// The largest re-materialization of a checkpointed layer.
+    transient: f64,
+    weights: f64,
+    /// Forward of checkpointed layers run again during the backward.
+    reforward: f64,
+}
+
+impl LayerSums {
+    fn of(inst: &Instance, chain: &Chain, st: &Stage) -> LayerSums {
+        let tp_bw = inst.group_bandwidth(&st.gpus, Traffic::Collective);
+        let ckpt = |i: usize| st.checkpoint.contains(&i);
+        // Layers measured at the stage's tensor-parallel degree: their per-GPU numbers times the
+        // degree stand for the whole group's, so the division by `tp` gives them back, and the
+        // measured times already include the group's all-reduces.
+        let measured = measured_degree(chain, st);
+        let tpf = st.tp as f64;
+        let layer = |i: usize| match measured {
+            Some(m) => (
+                m.forward[i] * tpf,
+                m.backward[i] * tpf,
+                m.saved[i] * tpf,
+                m.weights[i] * tpf,
+            ),
+            None => (
+                chain.forward[i],
+                chain.backward[i],
+                chain.saved[i],
+                chain.weights[i],
+            ),
+        };
+        let mut sums = LayerSums {
+            fwd: 0.0,
+            bwd: 0.0,
+            tp_comm: 0.0,
+            stored: 0.0,
+            transient: 0.0,
+            weights: 0.0,
+            reforward: 0.0,
+        };
+        for i in st.first..=st.last {
+            let (f, b, saved, w_i) = layer(i);
+            sums.fwd += f;
+            sums.bwd += b;
+            sums.weights += w_i;
+            if ckpt(i) {
+                sums.bwd += f;
+                sums.reforward += f;
+                sums.stored += chain.act[i];
+                sums.transient = sums.transient.max(saved - chain.act[i]);
+            } else {
+                sums.stored += saved;
+            }
+            if st.ulysses {
+                // One all-to-all of the layer's output (this replica's share) per pass.
+                sums.tp_comm += alltoall_ms(chain.act[i + 1] / st.dp as f64, st.tp, tp_bw);
+            } else if measured.is_none() {
+                // One all-reduce of the layer's output (this replica's share) per pass.
+                sums.tp_comm += allreduce_ms(chain.act[i + 1] / st.dp as f64, st.tp, tp_bw);
+            }
+        }
+        sums
+    }
+}
+
+/// What swap and recompute change in a stage (`docs/evaluator.md`, "Swap and recompute").
+#[derive(Default)]
+struct Actions {
+    /// Recompute time per micro-batch, whole group (ms).
+    recompute: f64,
+    /// Stall waiting for swapped tensors (ms).
+    swap_stall: f64,
+    /// One-way host transfer of the swapped tensors (ms).
+    swap_transfer: f64,
+    /// Bytes the swapped and recomputed tensors remove from every stored micro-batch but one.
+    removed: f64,
+    /// The longest run of consecutive recomputed layers' saved bytes (re-materialized at once).
+    longest_run: f64,
+    /// Transient bytes: the swapped tensors of the micro-batch at the peak and the largest
+    /// workspace.
+    transient: f64,
+}
+
+impl Actions {
+    fn of(
+        chain: &Chain,
+        st: &Stage,
+        model: &ActionModel,
+        idle: &[f64],
+        sums: &LayerSums,
+    ) -> Actions {
+        let (k, l) = (st.first, st.last + 1);
+        let w = st.width();
+        let mut swapped = 0.0;
+        for &i in &st.swap {
+            swapped += chain.saved[i];
+        }
+        let mut recompute = 0.0;
+        let mut rec_bytes = 0.0;
+        let mut run: f64 = 0.0;
+        let mut longest_run: f64 = 0.0;
+        for i in k..l {
+            if st.recompute.contains(&i) {
+                recompute += model.recompute[i];
+                rec_bytes += chain.saved[i];
+                run += chain.saved[i];
+                longest_run = longest_run.max(run);
+            } else {
+                run = 0.0;
+            }
+        }
+        let workspace = model.workspace[k..l].iter().copied().fold(0.0, f64::max);
+        let mut a = Actions {
+            recompute,
+            removed: swapped + rec_bytes,
+            longest_run,
+            transient: swapped + workspace,
+            ..Actions::default()
+        };
+        if let (Some(pcie), false) = (model.pcie, st.swap.is_empty()) {
+            let compute = (sums.fwd + sums.bwd + recompute) / w + 2.0 * sums.tp_comm;
+            let one_way = |i: usize| chain.saved[i] / w / pcie * 1e3;
+            a.swap_transfer = st.swap.iter().map(|&i| one_way(i)).sum();
+            a.swap_stall = swap_stall(st.swap.iter().map(|&i| (one_way(i), idle[i])), compute);
+        }
+        a
+    }
+}
