@@ -55,6 +55,115 @@ impl<'m, 'a> StageCache<'m, 'a> {
     }
 }
 
+/// The node range of every stage: stage `s` is nodes `starts[s]..=ends[s]`.
+struct Ranges {
+    starts: Vec<usize>,
+    ends: Vec<usize>,
+}
+
+impl Ranges {
+    /// The ranges cut after the nodes `cuts`, over a chain of `n` nodes.
+    fn new(n: usize, cuts: &[usize]) -> Self {
+        let mut ends: Vec<usize> = cuts.to_vec();
+        ends.push(n - 1);
+        let starts = std::iter::once(0)
+            .chain(ends.iter().map(|&e| e + 1))
+            .take(ends.len())
+            .collect();
+        Ranges { starts, ends }
+    }
+
+    /// The plan of these stages with MemOpt's actions `plans`.
+    fn plan(&self, plans: &[StagePlan], kind: ScheduleKind) -> Plan {
+        Plan {
+            order: None,
+            stages: plans
+                .iter()
+                .enumerate()
+                .map(|(s, sp)| Stage {
+                    swap: sp.swap.clone(),
+                    recompute: sp.recompute.clone(),
+                    ..Stage::single(self.starts[s], self.ends[s], s as u32)
+                })
+                .collect(),
+            schedule: Schedule::of_kind(kind),
+        }
+    }
+
+    /// Async: 1F1B* counts links as resources, so a stage may keep more than P - s
+    /// micro-batches; re-runs MemOpt at the evaluator's count until the counts stop growing (a
+    /// few rounds). Returns how many stages were re-optimized.
+    fn repair_in_flight(
+        &self,
+        inst: &Instance,
+        cache: &StageCache,
+        plans: &mut [StagePlan],
+    ) -> usize {
+        let mut repairs = 0;
+        let mut g: Vec<u32> = (0..plans.len()).map(|s| cache.model.in_flight(s)).collect();
+        for _ in 0..4 {
+            let plan = self.plan(plans, ScheduleKind::Async);
+            let Ok(ev) = pipeplan_formulations::evaluate(inst, &plan) else {
+                break;
+            };
+            let mut changed = false;
+            for s in 0..plans.len() {
+                if ev.in_flight[s] > g[s] {
+                    g[s] = ev.in_flight[s];
+                    let (m, a) = (cache.model, cache.allowed());
+                    plans[s] = memopt_g(m, self.starts[s], self.ends[s], s, g[s], a);
+                    changed = true;
+                    repairs += 1;
+                }
+            }
+            if !changed {
+                break;
+            }
+        }
+        repairs
+    }
+}
+
+/// The slowest link (its stage and time per micro-batch: activation forward and gradient
+/// back), the first of equals; `None` without cuts.
+fn slowest_link(cache: &StageCache, cuts: &[usize]) -> Option<(usize, f64)> {
+    cuts.iter()
+        .enumerate()
+        .map(|(s, &p)| (s, cache.model.comm.link_ms(p, s)))
+        .fold(None, |acc, (s, t)| match acc {
+            Some((_, u)) if u >= t => acc,
+            _ => Some((s, t)),
+        })
+}
+
+/// The algorithm's claims: the slowest stage `stage_worst` (or link, when links count) and
+/// MemOpt's peaks.
+fn claimed(
+    inst: &Instance,
+    plans: &[StagePlan],
+    stage_worst: f64,
+    comm: Comm,
+    link: Option<f64>,
+) -> Claimed {
+    let mut peaks = vec![0.0; inst.cluster.gpus as usize];
+    for (s, sp) in plans.iter().enumerate() {
+        peaks[s] = sp.peak;
+    }
+    let (kind, worst) = if comm == Comm::Include {
+        let worst = stage_worst.max(link.unwrap_or(0.0));
+        (ObjectiveKind::MemoptStageOrLinkTime, worst)
+    } else {
+        (ObjectiveKind::MemoptStageTime, stage_worst)
+    };
+    Claimed {
+        objective: Some(Objective::new(kind, worst)),
+        max_memory: Some(peaks.iter().copied().fold(0.0, f64::max)),
+        peak_memory: Some(peaks),
+        fits: Some(plans.iter().all(|sp| sp.fits)),
+        ..Claimed::default()
+    }
+}
+
 /// The solution for cut positions `cuts` (last node of every stage but the last), with the
 /// MemOpt actions of every stage and the algorithm's own claims.
 pub fn build(
@@ -65,111 +174,30 @@ pub fn build(
     kind: ScheduleKind,
     mut stats: Stats,
 ) -> Solution {
-    let n = cache.model.len();
-    let mut ends: Vec<usize> = cuts.to_vec();
-    ends.push(n - 1);
-    let starts: Vec<usize> = std::iter::once(0)
-        .chain(ends.iter().map(|&e| e + 1))
-        .take(ends.len())
+    let ranges = Ranges::new(cache.model.len(), cuts);
+    let mut plans: Vec<StagePlan> = (0..ranges.ends.len())
+        .map(|s| cache.get(ranges.starts[s], ranges.ends[s], s).clone())
         .collect();
-    let mut plans: Vec<StagePlan> = (0..ends.len())
-        .map(|s| cache.get(starts[s], ends[s], s).clone())
-        .collect();
-    let to_plan = |plans: &[StagePlan]| Plan {
-        order: None,
-        stages: plans
-            .iter()
-            .enumerate()
-            .map(|(s, sp)| Stage {
-                swap: sp.swap.clone(),
-                recompute: sp.recompute.clone(),
-                ..Stage::single(starts[s], ends[s], s as u32)
-            })
-            .collect(),
-        schedule: Schedule::of_kind(kind),
+    let repairs = if kind == ScheduleKind::Async {
+        ranges.repair_in_flight(inst, cache, &mut plans)
+    } else {
+        0
     };
-    // Async: 1F1B* counts links as resources, so a stage may keep more than P - s micro-batches;
-    // re-run MemOpt at the evaluator's count until the counts stop growing (a few rounds).
-    let mut repairs = 0;
-    if kind == ScheduleKind::Async {
-        let mut g: Vec<u32> = (0..plans.len()).map(|s| cache.model.in_flight(s)).collect();
-        for _ in 0..4 {
-            let Ok(ev) = pipeplan_formulations::evaluate(inst, &to_plan(&plans)) else {
-                break;
-            };
-            let mut changed = false;
-            for s in 0..plans.len() {
-                if ev.in_flight[s] > g[s] {
-                    g[s] = ev.in_flight[s];
-                    let (m, a) = (cache.model, cache.allowed());
-                    plans[s] = memopt_g(m, starts[s], ends[s], s, g[s], a);
-                    changed = true;
-                    repairs += 1;
-                }
-            }
-            if !changed {
-                break;
-            }
-        }
-    }
-    let mut peaks = vec![0.0; inst.cluster.gpus as usize];
-    let mut worst: f64 = 0.0;
-    let mut fits = true;
-    let mut overhead = 0.0;
-    for (s, sp) in plans.iter().enumerate() {
-        worst = worst.max(sp.time);
-        fits &= sp.fits;
-        overhead += sp.overhead;
-        peaks[s] = sp.peak;
-    }
-    // Link time of every cut (activation forward + gradient back per micro-batch).
-    let links: Vec<f64> = cuts
-        .iter()
-        .enumerate()
-        .map(|(s, &p)| cache.model.comm.link_ms(p, s))
-        .collect();
-    let slowest = links.iter().copied().enumerate().fold(
-        None,
-        |acc: Option<(usize, f64)>, (s, t)| match acc {
-            Some((_, u)) if u >= t => acc,
-            _ => Some((s, t)),
-        },
-    );
-    let stage_worst = worst;
+    let slowest = slowest_link(cache, cuts);
+    let stage_worst = plans.iter().map(|sp| sp.time).fold(0.0, f64::max);
     let comm = cache.comm();
-    if comm == Comm::Include {
-        worst = worst.max(slowest.map_or(0.0, |x| x.1));
+    let claimed = claimed(inst, &plans, stage_worst, comm, slowest.map(|x| x.1));
+    let plan = ranges.plan(&plans, kind);
+    let swaps: usize = plan.stages.iter().map(|s| s.swap.len()).sum();
+    let recs: usize = plan.stages.iter().map(|s| s.recompute.len()).sum();
+    for (name, value) in [
+        ("async in-flight repairs", repairs),
+        ("memopt calls", cache.calls()),
+        ("swapped tensors", swaps),
+        ("recomputed tensors", recs),
+    ] {
+        stats.counters.insert(name.into(), value as f64);
     }
-    let plan = to_plan(&plans);
-    let stages = plan.stages.clone();
-    stats
-        .counters
-        .insert("async in-flight repairs".into(), repairs as f64);
-    let swaps: usize = stages.iter().map(|s| s.swap.len()).sum();
-    let recs: usize = stages.iter().map(|s| s.recompute.len()).sum();
-    stats
-        .counters
-        .insert("memopt calls".into(), cache.calls() as f64);
-    stats
-        .counters
-        .insert("swapped tensors".into(), swaps as f64);
-    stats
-        .counters
-        .insert("recomputed tensors".into(), recs as f64);
-    let claimed = Claimed {
-        objective: Some(Objective::new(
-            if comm == Comm::Include {
-                ObjectiveKind::MemoptStageOrLinkTime
-            } else {
-                ObjectiveKind::MemoptStageTime
-            },
-            worst,
-        )),
-        max_memory: Some(peaks.iter().copied().fold(0.0, f64::max)),
-        peak_memory: Some(peaks),
-        fits: Some(fits),
-        ..Claimed::default()
-    };
     let mut sol = solution(algo, inst, plan, claimed, stats);
     if cache.model.inst.extensions.contains_key("graph") {
         sol.notes.push("nodes from the graph extension".into());
@@ -177,23 +205,10 @@ pub fn build(
         sol.notes
             .push("no graph extension: one node per layer, derived from the chain".into());
     }
-    match (comm, slowest) {
-        (Comm::Include, Some((s, t))) => sol.notes.push(format!(
-            "comm=include: links count in the objective; the slowest, after stage {s}, takes {} \
-             per micro-batch (slowest stage {})",
-            fmt_ms(t),
-            fmt_ms(stage_worst)
-        )),
-        (_, Some((s, t))) if t > stage_worst => sol.notes.push(format!(
-            "the objective ignores communication (comm={}): the link after stage {s} takes {} \
-             per micro-batch (activation + gradient), more than the slowest stage's {}; the \
-             evaluated period counts it (--set comm=include plans for links)",
-            comm.as_str(),
-            fmt_ms(t),
-            fmt_ms(stage_worst)
-        )),
-        _ => {}
+    if let Some(note) = link_note(comm, slowest, stage_worst) {
+        sol.notes.push(note);
     }
+    let overhead: f64 = plans.iter().map(|sp| sp.overhead).sum();
     sol.notes.push(format!(
         "{kind} schedule; {swaps} swapped and {recs} recomputed tensors, {} of MemOpt overhead in \
          total; claimed memory assumes {} micro-batches in flight per stage ({repairs} stages re-optimized \
@@ -206,4 +221,26 @@ pub fn build(
         }
     ));
     sol
+}
+
+/// What the plan's objective says of the slowest link: counted (`comm=include`), or ignored
+/// although slower than the slowest stage.
+fn link_note(comm: Comm, slowest: Option<(usize, f64)>, stage_worst: f64) -> Option<String> {
+    match (comm, slowest) {
+        (Comm::Include, Some((s, t))) => Some(format!(
+            "comm=include: links count in the objective; the slowest, after stage {s}, takes {} \
+             per micro-batch (slowest stage {})",
+            fmt_ms(t),
+            fmt_ms(stage_worst)
+        )),
+        (_, Some((s, t))) if t > stage_worst => Some(format!(
+            "the objective ignores communication (comm={}): the link after stage {s} takes {} \
+             per micro-batch (activation + gradient), more than the slowest stage's {}; the \
+             evaluated period counts it (--set comm=include plans for links)",
+            comm.as_str(),
+            fmt_ms(t),
+            fmt_ms(stage_worst)
+        )),
+        _ => None,
+    }
 }
