@@ -5,7 +5,6 @@ use crate::deadline::Deadline;
 use pipeplan_formulations::madpipe::MadChain;
 use pipeplan_formulations::units::{fmt_bytes, fmt_ms};
 use pipeplan_formulations::{InputError, Instance, Stage};
-use std::time::Instant;
 
 use super::*;
 
@@ -72,7 +71,6 @@ pub fn madpipe_dp_at(
         )));
     }
     let mc = MadChain::new(inst);
-    let _started = Instant::now();
     Dp::new(&mc, t_hat, opts, Ranges::paper(&mc))
         .run((gpus - 1) as u32, deadline)
         .map_err(|_| deadline.error())
@@ -100,7 +98,6 @@ pub fn madpipe_dp(
     deadline: &Deadline,
 ) -> Result<DpResult, SolveError> {
     check_input(inst, gpus, opts)?;
-    let _started = Instant::now();
     let full = MadChain::new(inst);
     let blocks = (opts.blocks > 0 && full.len() > opts.blocks)
         .then(|| block_ends(&full, opts.blocks))
@@ -109,7 +106,6 @@ pub fn madpipe_dp(
         Some(ends) => full.merged(ends),
         None => full.clone(),
     };
-    let n = mc.len();
     let (total, comm) = totals(&mc);
     let ub0 = total + comm;
     if !(ub0 > 0.0 && ub0.is_finite()) {
@@ -121,49 +117,13 @@ pub fn madpipe_dp(
             ),
         )));
     }
-    let paper = Ranges::paper(&mc);
     // A period some plan of the space already reaches bounds T^ and the useful special loads.
     let ceiling = ceiling.filter(|&c| c > 0.0 && c < ub0);
-    let ranges = match ceiling {
-        Some(c) => Ranges {
-            load: paper.load.min(c),
-            delay: paper.delay.min(DELAY_PERIODS * c),
-        },
-        None => paper,
-    };
-    let mut search = Search {
-        mc: &mc,
-        opts,
-        ranges,
-        normal: (gpus - 1) as u32,
-        deadline,
-        rounds: Vec::new(),
-        best: None,
-        states: 0,
-        transitions: 0,
-        dominated: 0,
-    };
-    let mut lb = total / gpus as f64;
-    let mut ub = ceiling.unwrap_or(ub0);
-    let mut t_hat = lb;
-    let mut timed_out = false;
-    for _ in 0..opts.k_rounds {
-        if deadline.passed() {
-            timed_out = true;
-            break;
-        }
-        let Ok(t_i) = search.round(t_hat) else {
-            timed_out = true;
-            break;
-        };
-        let t_i = t_i.unwrap_or(f64::INFINITY);
-        lb = lb.max(t_i.min(t_hat));
-        ub = ub.min(t_i.max(t_hat));
-        t_hat = (lb + ub) / 2.0;
-    }
+    let mut search = Search::new(&mc, opts, search_ranges(&mc, ceiling), gpus, deadline);
+    let mut timed_out = search.bisect(total / gpus as f64, ceiling.unwrap_or(ub0));
     let mut extra_round = false;
     if search.best.is_none() && !timed_out {
-        let t_max = ub0 + (n as f64 + 1.0) * Grid::new(opts.grid_v, ub0).step;
+        let t_max = ub0 + (mc.len() as f64 + 1.0) * Grid::new(opts.grid_v, ub0).step;
         match search.round(t_max) {
             Ok(Some(_)) => extra_round = true,
             Ok(None) => {
@@ -192,31 +152,7 @@ pub fn madpipe_dp(
         return Err(deadline.error());
     };
     let special_gpu = (gpus - 1) as u32;
-    let mut detail = alloc.stages;
-    if let Some(ends) = &blocks {
-        for s in &mut detail {
-            s.first = if s.first == 0 {
-                0
-            } else {
-                ends[s.first - 1] + 1
-            };
-            s.last = ends[s.last];
-        }
-    }
-    let mut next = 0u32;
-    let mut memory = vec![0.0; gpus];
-    for s in &mut detail {
-        if s.special {
-            s.gpu = special_gpu;
-        } else {
-            s.gpu = next;
-            memory[next as usize] = s.memory;
-            next += 1;
-        }
-    }
-    if detail.iter().any(|s| s.special) {
-        memory[special_gpu as usize] = alloc.special_memory;
-    }
+    let (detail, memory) = place(alloc.stages, alloc.special_memory, blocks.as_deref(), gpus);
     let stages = detail
         .iter()
         .map(|s| Stage::single(s.first, s.last, s.gpu))
@@ -239,6 +175,56 @@ pub fn madpipe_dp(
         extra_round,
         blocks: blocks.map(|e| e.len()),
     })
+}
+
+/// The ranges of the DP's grids: the paper's, or, below a known `ceiling`, the special load up
+/// to it and the delay up to [`DELAY_PERIODS`] times it.
+fn search_ranges(mc: &MadChain, ceiling: Option<f64>) -> Ranges {
+    let paper = Ranges::paper(mc);
+    match ceiling {
+        Some(c) => Ranges {
+            load: paper.load.min(c),
+            delay: paper.delay.min(DELAY_PERIODS * c),
+        },
+        None => paper,
+    }
+}
+
+/// The allocation's stages on GPUs (normal stages on GPUs `0..gpus - 1` in chain order,
+/// special ones on the last GPU), their layers back on the unmerged chain when the DP ran on
+/// `blocks`, and the DP's memory per GPU (`special_memory` on the special one).
+fn place(
+    mut detail: Vec<DpStage>,
+    special_memory: f64,
+    blocks: Option<&[usize]>,
+    gpus: usize,
+) -> (Vec<DpStage>, Vec<f64>) {
+    let special_gpu = (gpus - 1) as u32;
+    if let Some(ends) = blocks {
+        for s in &mut detail {
+            s.first = if s.first == 0 {
+                0
+            } else {
+                ends[s.first - 1] + 1
+            };
+            s.last = ends[s.last];
+        }
+    }
+    let mut next = 0u32;
+    let mut memory = vec![0.0; gpus];
+    for s in &mut detail {
+        if s.special {
+            s.gpu = special_gpu;
+        } else {
+            s.gpu = next;
+            memory[next as usize] = s.memory;
+            next += 1;
+        }
+    }
+    if detail.iter().any(|s| s.special) {
+        memory[special_gpu as usize] = special_memory;
+    }
+    (detail, memory)
 }
 
 /// Multiples of the ceiling the delay grid spans when a ceiling is known: delays grow by about
@@ -306,7 +292,48 @@ pub(super) struct Search<'a> {
     pub(super) dominated: u64,
 }
 
-impl Search<'_> {
+impl<'a> Search<'a> {
+    /// The search on `gpus` GPUs (P - 1 normal + 1 special), before its first round.
+    pub(super) fn new(
+        mc: &'a MadChain,
+        opts: &'a DpOptions,
+        ranges: Ranges,
+        gpus: usize,
+        deadline: &'a Deadline,
+    ) -> Self {
+        Search {
+            mc,
+            opts,
+            ranges,
+            normal: (gpus - 1) as u32,
+            deadline,
+            rounds: Vec::new(),
+            best: None,
+            states: 0,
+            transitions: 0,
+            dominated: 0,
+        }
+    }
+
+    /// Algorithm 1's `opts.k_rounds` rounds, bisecting T^ between `lb` and `ub` from `lb`.
+    /// Returns whether the deadline stopped them.
+    pub(super) fn bisect(&mut self, mut lb: f64, mut ub: f64) -> bool {
+        let mut t_hat = lb;
+        for _ in 0..self.opts.k_rounds {
+            if self.deadline.passed() {
+                return true;
+            }
+            let Ok(t_i) = self.round(t_hat) else {
+                return true;
+            };
+            let t_i = t_i.unwrap_or(f64::INFINITY);
+            lb = lb.max(t_i.min(t_hat));
+            ub = ub.min(t_i.max(t_hat));
+            t_hat = (lb + ub) / 2.0;
+        }
+        false
+    }
+
     /// One MadPipe-DP call at `t_hat`: its period T, or `None` when no allocation fits.
     pub(super) fn round(&mut self, t_hat: f64) -> Result<Option<f64>, TimedOut> {
         if !(t_hat > 0.0 && t_hat.is_finite()) {

@@ -184,6 +184,56 @@ fn describe(part: &PdPartition) -> String {
         .join(" | ")
 }
 
+/// The GPUs the pipeline uses: `--stages` (default all), which with `replicate` counts
+/// machines, not stages (a replicated pipeline may use more GPUs than layers).
+fn machines(inst: &Instance, ctx: &Context, replicate: bool) -> Result<usize, SolveError> {
+    if !replicate {
+        return ctx.stage_count(inst);
+    }
+    match ctx.stages {
+        None => Ok(inst.cluster.gpus as usize),
+        Some(s) if s >= 1 && s <= inst.cluster.gpus as usize => Ok(s),
+        Some(s) => Err(SolveError::Input(InputError::field(
+            "--stages",
+            format!(
+                "with replicate=true it is the number of GPUs used: {s} is not in 1..={}",
+                inst.cluster.gpus
+            ),
+        ))),
+    }
+}
+
+/// The states the DP cuts at: the optimizer's antichain states when the graph is known and
+/// their tables fit, else the chain's prefixes; and a note saying which, and why.
+fn search_states(profile: &PdProfile, cfg: &PdConfig) -> (PdStates, String) {
+    let states = PdStates::of(profile);
+    if states.graph() && table_bytes(states.len(), cfg) > MAX_TABLE_BYTES {
+        let note = format!(
+            "cut at the chain's prefixes: the tables for the layer graph's {} antichain states \
+             would exceed {}",
+            states.len(),
+            fmt_bytes(MAX_TABLE_BYTES)
+        );
+        (PdStates::chain(profile), note)
+    } else if states.graph() {
+        let note = format!(
+            "cut at the optimizer's {} antichain states of the layer graph (extensions.dag)",
+            states.len()
+        );
+        (states, note)
+    } else if profile.edges.is_some() {
+        let note = format!(
+            "cut at the chain's prefixes: the layer graph has more than {MAX_STATES} antichain \
+             states (the optimizer would search them all), or its states never hold every layer \
+             (a layer joined to no other)"
+        );
+        (states, note)
+    } else {
+        let note = "cut at the chain's prefixes (the instance has no layer graph, extensions.dag)";
+        (states, note.to_string())
+    }
+}
+
 impl Algorithm for PipeDream {
     fn name(&self) -> &'static str {
         "pipedream"
@@ -229,25 +279,7 @@ impl Algorithm for PipeDream {
         let memory_check = ctx.settings.flag("memory_check");
         let activation_compression_ratio =
             ctx.settings.real("activation_compression_ratio").flatten();
-        let machines = if replicate {
-            // Machines, not stages: a replicated pipeline may use more GPUs than layers.
-            match ctx.stages {
-                None => inst.cluster.gpus as usize,
-                Some(s) if s >= 1 && s <= inst.cluster.gpus as usize => s,
-                Some(s) => {
-                    return Err(SolveError::Input(InputError::field(
-                        "--stages",
-                        format!(
-                            "with replicate=true it is the number of GPUs used: {s} is not in \
-                             1..={}",
-                            inst.cluster.gpus
-                        ),
-                    )))
-                }
-            }
-        } else {
-            ctx.stage_count(inst)?
-        };
+        let machines = machines(inst, ctx, replicate)?;
         let cfg = PdConfig {
             levels: levels(inst, machines),
             replicate,
@@ -256,36 +288,7 @@ impl Algorithm for PipeDream {
             activation_compression_ratio,
         };
         let profile = PdProfile::of(inst);
-        // The optimizer's antichain states when the graph is known and they fit, else the
-        // chain's prefixes, with the reason.
-        let states = PdStates::of(&profile);
-        let (states, cut_at) =
-            if states.graph() && table_bytes(states.len(), &cfg) > MAX_TABLE_BYTES {
-                let note = format!(
-                    "cut at the chain's prefixes: the tables for the layer graph's {} antichain \
-                 states would exceed {}",
-                    states.len(),
-                    fmt_bytes(MAX_TABLE_BYTES)
-                );
-                (PdStates::chain(&profile), note)
-            } else if states.graph() {
-                let note = format!(
-                "cut at the optimizer's {} antichain states of the layer graph (extensions.dag)",
-                states.len()
-            );
-                (states, note)
-            } else if profile.edges.is_some() {
-                let note = format!(
-                    "cut at the chain's prefixes: the layer graph has more than {MAX_STATES} \
-                 antichain states (the optimizer would search them all), or its states never \
-                 hold every layer (a layer joined to no other)"
-                );
-                (states, note)
-            } else {
-                let note =
-                    "cut at the chain's prefixes (the instance has no layer graph, extensions.dag)";
-                (states, note.to_string())
-            };
+        let (states, cut_at) = search_states(&profile, &cfg);
         let bytes = table_bytes(states.len(), &cfg);
         if bytes > MAX_TABLE_BYTES {
             return Err(SolveError::Unsupported(Unsupported(format!(
