@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
@@ -201,6 +201,18 @@ pub fn watchdog(time_limit: Option<Duration>) -> Option<Duration> {
 impl ChildRunner {
     /// Runs `run` on the instance file `path` in a new process and waits for it.
     pub fn run(&self, path: &Path, run: &RunSpec) -> Result<Ended, SweepError> {
+        let mut cmd = self.command(path, run);
+        let start = Instant::now();
+        let child = cmd.spawn().map_err(|e| {
+            SweepError::Input(format!("cannot start {}: {e}", self.program.display()))
+        })?;
+        let finished = supervise(child, self.watchdog);
+        let wall_ms = start.elapsed().as_secs_f64() * 1e3;
+        Ok(self.ended(run, finished, wall_ms))
+    }
+
+    /// The command of `run`'s process, its output piped.
+    fn command(&self, path: &Path, run: &RunSpec) -> Command {
         let mut cmd = Command::new(&self.program);
         cmd.args(&self.prefix)
             .args(run_one_args(path, run, self.time_limit))
@@ -218,67 +230,17 @@ impl ChildRunner {
         if std::env::var_os("RAYON_NUM_THREADS").is_none() {
             cmd.env("RAYON_NUM_THREADS", self.threads.max(1).to_string());
         }
-        let start = Instant::now();
-        let mut child = cmd.spawn().map_err(|e| {
-            SweepError::Input(format!("cannot start {}: {e}", self.program.display()))
-        })?;
-        let pid = child.id() as libc::pid_t;
-        let mut out = child.stdout.take().expect("piped");
-        let mut err = child.stderr.take().expect("piped");
-        let exited = (Mutex::new(false), Condvar::new());
-        let killed = Mutex::new(false);
-        let limit = self.watchdog;
-        let (stdout, stderr, status, usage) = std::thread::scope(|s| {
-            let out_reader = s.spawn(move || {
-                let mut v = Vec::new();
-                let _ = out.read_to_end(&mut v);
-                v
-            });
-            let err_reader = s.spawn(move || {
-                let mut v = Vec::new();
-                let _ = err.read_to_end(&mut v);
-                v
-            });
-            if let Some(limit) = limit {
-                let (exited, killed) = (&exited, &killed);
-                s.spawn(move || {
-                    let (lock, cond) = exited;
-                    let done = lock.lock().unwrap_or_else(|e| e.into_inner());
-                    let (done, _) = cond
-                        .wait_timeout_while(done, limit, |d| !*d)
-                        .unwrap_or_else(|e| e.into_inner());
-                    // The child is not reaped before `done` is set (under this lock), so `pid`
-                    // is still the child's.
-                    if !*done {
-                        *killed.lock().unwrap_or_else(|e| e.into_inner()) = true;
-                        // SAFETY: kill takes a process group id and a signal number.
-                        unsafe {
-                            libc::kill(-pid, libc::SIGKILL);
-                        }
-                    }
-                });
-            }
-            wait_exit(pid);
-            {
-                let (lock, cond) = &exited;
-                *lock.lock().unwrap_or_else(|e| e.into_inner()) = true;
-                cond.notify_all();
-            }
-            let (status, usage) = reap(pid);
-            (
-                out_reader.join().unwrap_or_default(),
-                err_reader.join().unwrap_or_default(),
-                status,
-                usage,
-            )
-        });
-        let wall_ms = start.elapsed().as_secs_f64() * 1e3;
-        let cpu_ms = usage.map(|u| {
+        cmd
+    }
+
+    /// What the sweep makes of a finished process: its report, or a failed run with the
+    /// reason (killed by the watchdog, crashed), or a refusal or an interruption.
+    fn ended(&self, run: &RunSpec, finished: Finished, wall_ms: f64) -> Ended {
+        let cpu_ms = finished.usage.map(|u| {
             let t = |tv: libc::timeval| tv.tv_sec as f64 * 1e3 + tv.tv_usec as f64 / 1e3;
             t(u.ru_utime) + t(u.ru_stime)
         });
-        let killed = *killed.lock().unwrap_or_else(|e| e.into_inner());
-        let stderr = String::from_utf8_lossy(&stderr);
+        let stderr = String::from_utf8_lossy(&finished.stderr);
         let last_err = stderr
             .lines()
             .rev()
@@ -286,6 +248,20 @@ impl ChildRunner {
             .unwrap_or("")
             .trim()
             .to_string();
+        let row = |record: &Record, stop: Option<String>, peak_rss_bytes: Option<u64>| {
+            let measured = Measured {
+                wall_ms: Some(wall_ms),
+                cpu_ms,
+                peak_rss_bytes,
+            };
+            Ended::Reported(Box::new(RunRow::new(
+                run,
+                self.time_limit,
+                record,
+                stop,
+                measured,
+            )))
+        };
         let failed = |message: String| {
             let record = Record {
                 instance: run.instance.clone(),
@@ -294,59 +270,104 @@ impl ChildRunner {
                 reason: Some(message),
                 ..Record::default()
             };
-            let measured = Measured {
-                wall_ms: Some(wall_ms),
-                cpu_ms,
-                peak_rss_bytes: None,
-            };
-            Ok(Ended::Reported(Box::new(RunRow::new(
-                run,
-                self.time_limit,
-                &record,
-                None,
-                measured,
-            ))))
+            row(&record, None, None)
         };
-        if killed {
+        if finished.killed {
             let limit = self.watchdog.unwrap_or_default().as_secs_f64();
             return failed(format!(
                 "killed: still running {limit} s after its start (twice its time limit plus 30 s)"
             ));
         }
-        match status {
+        match finished.status {
             Exit::Code(0) => {
-                let text = String::from_utf8_lossy(&stdout);
+                let text = String::from_utf8_lossy(&finished.stdout);
                 let line = text.lines().rev().find(|l| !l.trim().is_empty());
-                let parsed = line.and_then(|l| serde_json::from_str::<ChildOutput>(l).ok());
-                match parsed {
-                    Some(o) => {
-                        let measured = Measured {
-                            wall_ms: Some(wall_ms),
-                            cpu_ms,
-                            peak_rss_bytes: o.peak_rss_bytes,
-                        };
-                        Ok(Ended::Reported(Box::new(RunRow::new(
-                            run,
-                            self.time_limit,
-                            &o.record,
-                            o.stop,
-                            measured,
-                        ))))
-                    }
+                match line.and_then(|l| serde_json::from_str::<ChildOutput>(l).ok()) {
+                    Some(o) => row(&o.record, o.stop, o.peak_rss_bytes),
                     None => failed(format!(
                         "crashed: the run's process printed no report ({last_err})"
                     )),
                 }
             }
-            Exit::Code(2) => Ok(Ended::Refused(
-                last_err.trim_start_matches("error: ").to_string(),
-            )),
+            Exit::Code(2) => Ended::Refused(last_err.trim_start_matches("error: ").to_string()),
             Exit::Signal(sig) if [libc::SIGINT, libc::SIGTERM, libc::SIGHUP].contains(&sig) => {
-                Ok(Ended::Interrupted(format!("stopped by signal {sig}")))
+                Ended::Interrupted(format!("stopped by signal {sig}"))
             }
             Exit::Code(c) => failed(format!("crashed: exit code {c}: {last_err}")),
             Exit::Signal(sig) => failed(format!("crashed: killed by signal {sig}: {last_err}")),
         }
+    }
+}
+
+/// What a run's process left when it ended.
+struct Finished {
+    stdout: Vec<u8>,
+    stderr: Vec<u8>,
+    status: Exit,
+    usage: Option<libc::rusage>,
+    /// Whether the watchdog killed it.
+    killed: bool,
+}
+
+/// Reads `child`'s output while it runs, kills its process group if it is still going after
+/// `watchdog`, and reaps it.
+fn supervise(mut child: Child, watchdog: Option<Duration>) -> Finished {
+    let pid = child.id() as libc::pid_t;
+    let mut out = child.stdout.take().expect("piped");
+    let mut err = child.stderr.take().expect("piped");
+    let exited = (Mutex::new(false), Condvar::new());
+    let killed = Mutex::new(false);
+    let (stdout, stderr, status, usage) = std::thread::scope(|s| {
+        let out_reader = s.spawn(move || {
+            let mut v = Vec::new();
+            let _ = out.read_to_end(&mut v);
+            v
+        });
+        let err_reader = s.spawn(move || {
+            let mut v = Vec::new();
+            let _ = err.read_to_end(&mut v);
+            v
+        });
+        if let Some(limit) = watchdog {
+            let (exited, killed) = (&exited, &killed);
+            s.spawn(move || {
+                let (lock, cond) = exited;
+                let done = lock.lock().unwrap_or_else(|e| e.into_inner());
+                let (done, _) = cond
+                    .wait_timeout_while(done, limit, |d| !*d)
+                    .unwrap_or_else(|e| e.into_inner());
+                // The child is not reaped before `done` is set (under this lock), so `pid`
+                // is still the child's.
+                if !*done {
+                    *killed.lock().unwrap_or_else(|e| e.into_inner()) = true;
+                    // SAFETY: kill takes a process group id and a signal number.
+                    unsafe {
+                        libc::kill(-pid, libc::SIGKILL);
+                    }
+                }
+            });
+        }
+        wait_exit(pid);
+        {
+            let (lock, cond) = &exited;
+            *lock.lock().unwrap_or_else(|e| e.into_inner()) = true;
+            cond.notify_all();
+        }
+        let (status, usage) = reap(pid);
+        (
+            out_reader.join().unwrap_or_default(),
+            err_reader.join().unwrap_or_default(),
+            status,
+            usage,
+        )
+    });
+    let killed = *killed.lock().unwrap_or_else(|e| e.into_inner());
+    Finished {
+        stdout,
+        stderr,
+        status,
+        usage,
+        killed,
     }
 }
 
