@@ -4,7 +4,7 @@
 
 use super::breakdown::{memory_breakdown, MemoryBreakdown};
 use super::{pipeline_resources, Evaluation};
-use crate::cost::{cut_costs, stage_costs};
+use crate::cost::{cut_costs, stage_costs, StageCost};
 use crate::instance::{Instance, ScheduleKind};
 use crate::plan::Plan;
 use crate::units::{fmt_bytes, fmt_ms};
@@ -64,116 +64,156 @@ pub fn explain(inst: &Instance, plan: &Plan, ev: &Evaluation) -> Explanation {
     let bottleneck = loads.iter().copied().fold(0.0, f64::max);
     let memory = memory_breakdown(&inst, plan, ev);
     let n = plan.stages.len();
-    let mut stages = Vec::with_capacity(n);
-    for (s, st) in plan.stages.iter().enumerate() {
-        let c = &costs[s];
-        let comm: f64 = [s.checked_sub(1), (s + 1 < n).then_some(s)]
-            .into_iter()
-            .flatten()
-            .map(|k| 2.0 * (cuts[k].transfer + cuts[k].blocking))
-            .sum();
-        let busiest = st
-            .gpus
-            .iter()
-            .filter_map(|g| memory.iter().find(|b| b.gpu == *g))
-            .fold(None::<&MemoryBreakdown>, |best, b| match best {
-                Some(x) if x.total() >= b.total() => Some(x),
-                _ => Some(b),
-            })
-            .cloned()
-            .expect("a stage has GPUs");
-        let load = loads[of_stage[s]];
-        let used = busiest.total() / ev.memory_limit;
-        let mut findings = Vec::new();
-        let time_bound = load >= bottleneck * (1.0 - 1e-9) && bottleneck > 0.0;
-        if time_bound {
-            findings.push(format!(
-                "bottleneck: its load {} per micro-batch sets the pace",
-                fmt_ms(load)
-            ));
-        } else if bottleneck > 0.0 {
-            findings.push(format!(
-                "slack {} per micro-batch ({:.0}% below the bottleneck {})",
-                fmt_ms(bottleneck - load),
-                100.0 * (1.0 - load / bottleneck),
-                fmt_ms(bottleneck)
-            ));
-        }
-        let act_per_mb = c.act_per_mb;
-        let in_flight = ev.in_flight.get(s).copied().unwrap_or(0);
-        let batches = if in_flight == 1 {
-            "micro-batch"
-        } else {
-            "micro-batches"
-        };
-        findings.push(format!(
-            "GPU {} holds {} of {} ({:.0}%): states {} (weights {}, gradients {}, optimizer {}), \
-             activations {} ({in_flight} {batches} in flight x {}), buffers {}, transient {}, \
-             reserved {}",
-            busiest.gpu,
-            fmt_bytes(busiest.total()),
-            fmt_bytes(ev.memory_limit),
-            100.0 * used,
-            fmt_bytes(busiest.weights + busiest.gradients + busiest.optimizer),
-            fmt_bytes(busiest.weights),
-            fmt_bytes(busiest.gradients),
-            fmt_bytes(busiest.optimizer),
-            fmt_bytes(busiest.activations),
-            fmt_bytes(act_per_mb),
-            fmt_bytes(busiest.buffers),
-            fmt_bytes(busiest.transient),
-            fmt_bytes(busiest.reserved),
-        ));
-        let overheads = c.recompute + c.reforward + c.swap_stall;
-        if overheads > 0.0 {
-            findings.push(format!(
-                "time: compute {} per micro-batch, of which recomputation {} and swap waits {}",
-                fmt_ms(c.forward + c.backward),
-                fmt_ms(c.recompute + c.reforward),
-                fmt_ms(c.swap_stall)
-            ));
-        }
-        if comm > 0.0 {
-            findings.push(format!(
-                "communication: {} per micro-batch over its cuts ({:.0}% of its compute)",
-                fmt_ms(comm),
-                100.0 * comm / (c.forward + c.backward).max(1e-12)
-            ));
-        }
-        let binding = if used >= MEMORY_BOUND {
-            if used > 1.0 + 1e-9 {
-                findings.push(format!(
-                    "memory: over the limit by {}",
-                    fmt_bytes(busiest.total() - ev.memory_limit)
-                ));
-            } else {
-                findings.push(format!(
-                    "memory: {} left",
-                    fmt_bytes(ev.memory_limit - busiest.total())
-                ));
-            }
-            "memory"
-        } else if time_bound {
-            "time"
-        } else {
-            "none"
-        };
-        stages.push(StageExplanation {
-            stage: s,
-            compute_ms: c.forward + c.backward,
-            recompute_and_swap_ms: overheads,
-            communication_ms: comm,
-            grad_sync_ms: c.grad_sync,
-            load_ms: load,
-            bottleneck_ms: bottleneck,
-            memory: busiest,
-            memory_limit: ev.memory_limit,
-            binding,
-            findings,
-        });
-    }
+    let stages = plan
+        .stages
+        .iter()
+        .enumerate()
+        .map(|(s, st)| {
+            let comm: f64 = [s.checked_sub(1), (s + 1 < n).then_some(s)]
+                .into_iter()
+                .flatten()
+                .map(|k| 2.0 * (cuts[k].transfer + cuts[k].blocking))
+                .sum();
+            let busiest = st
+                .gpus
+                .iter()
+                .filter_map(|g| memory.iter().find(|b| b.gpu == *g))
+                .fold(None::<&MemoryBreakdown>, |best, b| match best {
+                    Some(x) if x.total() >= b.total() => Some(x),
+                    _ => Some(b),
+                })
+                .cloned()
+                .expect("a stage has GPUs");
+            let load = Load {
+                load: loads[of_stage[s]],
+                bottleneck,
+                comm,
+            };
+            explain_stage(s, &costs[s], load, busiest, ev)
+        })
+        .collect();
     let why = why(kind, ev, &loads, bottleneck, &costs);
     Explanation { stages, why }
+}
+
+/// A stage's load as a pipeline resource, the pipeline's largest, and its cuts' transfers
+/// (ms per micro-batch).
+struct Load {
+    load: f64,
+    bottleneck: f64,
+    comm: f64,
+}
+
+/// What limits stage `s` of cost `c`, whose busiest GPU is `busiest`.
+fn explain_stage(
+    s: usize,
+    c: &StageCost,
+    Load {
+        load,
+        bottleneck,
+        comm,
+    }: Load,
+    busiest: MemoryBreakdown,
+    ev: &Evaluation,
+) -> StageExplanation {
+    let used = busiest.total() / ev.memory_limit;
+    let mut findings = Vec::new();
+    let time_bound = load >= bottleneck * (1.0 - 1e-9) && bottleneck > 0.0;
+    if time_bound {
+        findings.push(format!(
+            "bottleneck: its load {} per micro-batch sets the pace",
+            fmt_ms(load)
+        ));
+    } else if bottleneck > 0.0 {
+        findings.push(format!(
+            "slack {} per micro-batch ({:.0}% below the bottleneck {})",
+            fmt_ms(bottleneck - load),
+            100.0 * (1.0 - load / bottleneck),
+            fmt_ms(bottleneck)
+        ));
+    }
+    let in_flight = ev.in_flight.get(s).copied().unwrap_or(0);
+    findings.push(memory_finding(&busiest, ev, used, in_flight, c.act_per_mb));
+    let overheads = c.recompute + c.reforward + c.swap_stall;
+    if overheads > 0.0 {
+        findings.push(format!(
+            "time: compute {} per micro-batch, of which recomputation {} and swap waits {}",
+            fmt_ms(c.forward + c.backward),
+            fmt_ms(c.recompute + c.reforward),
+            fmt_ms(c.swap_stall)
+        ));
+    }
+    if comm > 0.0 {
+        findings.push(format!(
+            "communication: {} per micro-batch over its cuts ({:.0}% of its compute)",
+            fmt_ms(comm),
+            100.0 * comm / (c.forward + c.backward).max(1e-12)
+        ));
+    }
+    let binding = if used >= MEMORY_BOUND {
+        if used > 1.0 + 1e-9 {
+            findings.push(format!(
+                "memory: over the limit by {}",
+                fmt_bytes(busiest.total() - ev.memory_limit)
+            ));
+        } else {
+            findings.push(format!(
+                "memory: {} left",
+                fmt_bytes(ev.memory_limit - busiest.total())
+            ));
+        }
+        "memory"
+    } else if time_bound {
+        "time"
+    } else {
+        "none"
+    };
+    StageExplanation {
+        stage: s,
+        compute_ms: c.forward + c.backward,
+        recompute_and_swap_ms: overheads,
+        communication_ms: comm,
+        grad_sync_ms: c.grad_sync,
+        load_ms: load,
+        bottleneck_ms: bottleneck,
+        memory: busiest,
+        memory_limit: ev.memory_limit,
+        binding,
+        findings,
+    }
+}
+
+/// The busiest GPU's memory by part, `used` = its share of the limit.
+fn memory_finding(
+    busiest: &MemoryBreakdown,
+    ev: &Evaluation,
+    used: f64,
+    in_flight: u32,
+    act_per_mb: f64,
+) -> String {
+    let batches = if in_flight == 1 {
+        "micro-batch"
+    } else {
+        "micro-batches"
+    };
+    format!(
+        "GPU {} holds {} of {} ({:.0}%): states {} (weights {}, gradients {}, optimizer {}), \
+         activations {} ({in_flight} {batches} in flight x {}), buffers {}, transient {}, \
+         reserved {}",
+        busiest.gpu,
+        fmt_bytes(busiest.total()),
+        fmt_bytes(ev.memory_limit),
+        100.0 * used,
+        fmt_bytes(busiest.weights + busiest.gradients + busiest.optimizer),
+        fmt_bytes(busiest.weights),
+        fmt_bytes(busiest.gradients),
+        fmt_bytes(busiest.optimizer),
+        fmt_bytes(busiest.activations),
+        fmt_bytes(act_per_mb),
+        fmt_bytes(busiest.buffers),
+        fmt_bytes(busiest.transient),
+        fmt_bytes(busiest.reserved),
+    )
 }
 
 fn why(
