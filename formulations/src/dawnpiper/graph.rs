@@ -126,6 +126,8 @@ fn field(rest: impl std::fmt::Display) -> String {
     format!("extensions.{KEY}{rest}")
 }
 
+/// The extension of `inst` read from `value` and checked: one node per layer, unique names,
+/// backward nodes paired once, known inputs listed earlier, no cycle, times and bytes valid.
 fn parse(inst: &Instance, value: &serde_json::Value) -> Result<Graph, InputError> {
     let ext: GraphExt = serde_path_to_error::deserialize(value.clone()).map_err(|e| {
         let path = e.path().to_string();
@@ -147,68 +149,10 @@ fn parse(inst: &Instance, value: &serde_json::Value) -> Result<Graph, InputError
             ),
         ));
     }
-    let mut index: BTreeMap<&str, usize> = BTreeMap::new();
-    for (i, n) in ext.nodes.iter().enumerate() {
-        if n.name.is_empty() {
-            return Err(InputError::field(
-                field(format!(".nodes[{i}].name")),
-                "empty name",
-            ));
-        }
-        if let Some(j) = index.insert(n.name.as_str(), i) {
-            return Err(InputError::field(
-                field(format!(".nodes[{i}].name")),
-                format!("\"{}\" already names node {j}", n.name),
-            ));
-        }
-    }
-    let mut grads: BTreeMap<&str, usize> = BTreeMap::new();
-    for (i, n) in ext.nodes.iter().enumerate() {
-        for (j, g) in n.grad.iter().enumerate() {
-            let at = field(format!(".nodes[{i}].grad[{j}]"));
-            if index.contains_key(g.as_str()) {
-                return Err(InputError::field(
-                    at,
-                    format!("\"{g}\" names a forward node, not a backward one"),
-                ));
-            }
-            if let Some(o) = grads.insert(g.as_str(), i) {
-                return Err(InputError::field(
-                    at,
-                    format!("backward node \"{g}\" is already paired with node {o}"),
-                ));
-            }
-        }
-    }
+    let index = name_index(&ext)?;
+    check_grads(&ext, &index)?;
     // Edges by index; unknown names first, then cycles, then execution order.
-    let mut inputs: Vec<Vec<usize>> = Vec::with_capacity(ext.nodes.len());
-    for (i, n) in ext.nodes.iter().enumerate() {
-        let list = match &n.inputs {
-            None => {
-                if i == 0 {
-                    vec![]
-                } else {
-                    vec![i - 1]
-                }
-            }
-            Some(names) => {
-                let mut v = Vec::with_capacity(names.len());
-                for (j, name) in names.iter().enumerate() {
-                    match index.get(name.as_str()) {
-                        Some(&x) => v.push(x),
-                        None => {
-                            return Err(InputError::field(
-                                field(format!(".nodes[{i}].inputs[{j}]")),
-                                format!("unknown node \"{name}\""),
-                            ))
-                        }
-                    }
-                }
-                v
-            }
-        };
-        inputs.push(list);
-    }
+    let inputs = resolve_inputs(&ext, &index)?;
     if let Some(cycle) = find_cycle(&inputs) {
         let names: Vec<&str> = cycle.iter().map(|&i| ext.nodes[i].name.as_str()).collect();
         return Err(InputError::field(
@@ -252,6 +196,80 @@ fn parse(inst: &Instance, value: &serde_json::Value) -> Result<Graph, InputError
         nodes,
         derived: false,
     })
+}
+
+/// The index of every node by name; names must be non-empty and unique.
+fn name_index(ext: &GraphExt) -> Result<BTreeMap<&str, usize>, InputError> {
+    let mut index: BTreeMap<&str, usize> = BTreeMap::new();
+    for (i, n) in ext.nodes.iter().enumerate() {
+        if n.name.is_empty() {
+            return Err(InputError::field(
+                field(format!(".nodes[{i}].name")),
+                "empty name",
+            ));
+        }
+        if let Some(j) = index.insert(n.name.as_str(), i) {
+            return Err(InputError::field(
+                field(format!(".nodes[{i}].name")),
+                format!("\"{}\" already names node {j}", n.name),
+            ));
+        }
+    }
+    Ok(index)
+}
+
+/// Backward nodes: none is a forward node's name, none is paired twice.
+fn check_grads(ext: &GraphExt, index: &BTreeMap<&str, usize>) -> Result<(), InputError> {
+    let mut grads: BTreeMap<&str, usize> = BTreeMap::new();
+    for (i, n) in ext.nodes.iter().enumerate() {
+        for (j, g) in n.grad.iter().enumerate() {
+            let at = field(format!(".nodes[{i}].grad[{j}]"));
+            if index.contains_key(g.as_str()) {
+                return Err(InputError::field(
+                    at,
+                    format!("\"{g}\" names a forward node, not a backward one"),
+                ));
+            }
+            if let Some(o) = grads.insert(g.as_str(), i) {
+                return Err(InputError::field(
+                    at,
+                    format!("backward node \"{g}\" is already paired with node {o}"),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Each node's inputs by index (default: the previous node); an unknown name is an error.
+fn resolve_inputs(
+    ext: &GraphExt,
+    index: &BTreeMap<&str, usize>,
+) -> Result<Vec<Vec<usize>>, InputError> {
+    let mut inputs: Vec<Vec<usize>> = Vec::with_capacity(ext.nodes.len());
+    for (i, n) in ext.nodes.iter().enumerate() {
+        let list = match &n.inputs {
+            None if i == 0 => vec![],
+            None => vec![i - 1],
+            Some(names) => {
+                let mut v = Vec::with_capacity(names.len());
+                for (j, name) in names.iter().enumerate() {
+                    match index.get(name.as_str()) {
+                        Some(&x) => v.push(x),
+                        None => {
+                            return Err(InputError::field(
+                                field(format!(".nodes[{i}].inputs[{j}]")),
+                                format!("unknown node \"{name}\""),
+                            ))
+                        }
+                    }
+                }
+                v
+            }
+        };
+        inputs.push(list);
+    }
+    Ok(inputs)
 }
 
 /// A cycle of the graph whose edges are `inputs[i] -> i`, listed in edge order, if any.

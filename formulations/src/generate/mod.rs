@@ -72,18 +72,7 @@ pub fn network(opts: &GenerateOptions) -> Result<Network, InputError> {
             ),
         )
     })?;
-    if info.default_image_size.is_none() && opts.image_size.is_some() {
-        return Err(InputError::field(
-            "image_size",
-            format!("{} takes no image; set seq_len instead", info.name),
-        ));
-    }
-    if info.default_seq_len.is_none() && opts.seq_len.is_some() {
-        return Err(InputError::field(
-            "seq_len",
-            format!("{} takes no sequence; set image_size instead", info.name),
-        ));
-    }
+    check_shape_options(info, opts)?;
     let img = opts.image_size.or(info.default_image_size).unwrap_or(0) as u64;
     let seq = opts.seq_len.or(info.default_seq_len).unwrap_or(0) as u64;
     let blocks = |default: u64| -> Result<u64, InputError> {
@@ -96,17 +85,6 @@ pub fn network(opts: &GenerateOptions) -> Result<Network, InputError> {
             Some(b) => Ok(u64::from(b)),
         }
     };
-    if opts.blocks.is_some() && !DECODERS.contains(&info.name) {
-        return Err(InputError::field(
-            "blocks",
-            format!(
-                "{} has a fixed layout; a block count is taken by the decoder-only language \
-                 models ({})",
-                info.name,
-                DECODERS.join(", ")
-            ),
-        ));
-    }
     let decoder = |m: &llm::Decoder| -> Result<Result<Network, String>, InputError> {
         let m = llm::Decoder {
             blocks: blocks(m.blocks)?,
@@ -177,6 +155,35 @@ pub fn network(opts: &GenerateOptions) -> Result<Network, InputError> {
             )
         }
     })
+}
+
+/// The options that do not apply to the model: an image size for a sequence model, a sequence
+/// length for an image model, a block count for a fixed layout.
+fn check_shape_options(info: &ModelInfo, opts: &GenerateOptions) -> Result<(), InputError> {
+    if info.default_image_size.is_none() && opts.image_size.is_some() {
+        return Err(InputError::field(
+            "image_size",
+            format!("{} takes no image; set seq_len instead", info.name),
+        ));
+    }
+    if info.default_seq_len.is_none() && opts.seq_len.is_some() {
+        return Err(InputError::field(
+            "seq_len",
+            format!("{} takes no sequence; set image_size instead", info.name),
+        ));
+    }
+    if opts.blocks.is_some() && !DECODERS.contains(&info.name) {
+        return Err(InputError::field(
+            "blocks",
+            format!(
+                "{} has a fixed layout; a block count is taken by the decoder-only language \
+                 models ({})",
+                info.name,
+                DECODERS.join(", ")
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// Generates the instance described by `opts`: the model's analytic chain, the cluster, and the

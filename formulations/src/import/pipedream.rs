@@ -73,100 +73,27 @@ fn at(line: usize) -> String {
 pub(crate) fn read(text: &str) -> Result<Profile, InputError> {
     let (nodes, raw_edges) = parse(text)?;
     let edge_line = node_edges(&nodes, &raw_edges)?;
-    let n = nodes.len();
-    let mut indegree = vec![0usize; n];
-    let mut outdegree = vec![0usize; n];
-    for &(a, b) in edge_line.keys() {
-        outdegree[a] += 1;
-        indegree[b] += 1;
-    }
-    let is_input: Vec<bool> = (0..n)
-        .map(|v| indegree[v] == 0 && nodes[v].desc.starts_with("Input"))
-        .collect();
-    let is_unused: Vec<bool> = (0..n)
-        .map(|v| !is_input[v] && outdegree[v] == 0 && nodes[v].desc.starts_with("__getitem__"))
-        .collect();
-    let kept: Vec<usize> = (0..n).filter(|&v| !is_input[v] && !is_unused[v]).collect();
-    if kept.is_empty() {
-        return Err(InputError::field(
-            "graph.txt",
-            "no layers: every node is an input node or an unused output",
-        ));
-    }
-    let mut layer_of = vec![usize::MAX; n];
-    for (l, &v) in kept.iter().enumerate() {
-        layer_of[v] = l;
-    }
-
-    let mut edges = Vec::new();
-    let mut line_of_edge = BTreeMap::new();
-    let mut consumers = vec![Vec::new(); n];
-    for (&(a, b), &line) in &edge_line {
-        if layer_of[b] == usize::MAX {
-            continue;
-        }
-        consumers[a].push(layer_of[b]);
-        if layer_of[a] != usize::MAX {
-            edges.push((layer_of[a], layer_of[b]));
-            line_of_edge.insert((layer_of[a], layer_of[b]), line);
-        }
-    }
-    let keys: Vec<_> = kept
-        .iter()
-        .map(|&v| dag::natural_key(nodes[v].id))
-        .collect();
-    let order =
-        dag::topological_order(kept.len(), &edges, &dag::ranks(&keys)).map_err(|cycle| {
-            let k = cycle.len();
-            let line = line_of_edge[&(cycle[k - 2], cycle[k - 1])];
-            let names: Vec<&str> = cycle.iter().map(|&l| nodes[kept[l]].id).collect();
-            InputError::field(
-                at(line),
-                format!("the graph has a cycle: {}", super::cycle_text(&names)),
-            )
-        })?;
-
-    let mut tensors = Vec::new();
-    for v in 0..n {
-        if is_unused[v] {
-            continue;
-        }
-        tensors.push(Tensor {
-            producer: (!is_input[v]).then(|| layer_of[v]),
-            bytes: nodes[v].activation,
-            consumers: consumers[v].clone(),
-        });
-    }
-    let cut = dag::cut_bytes(&order, kept.len(), &tensors);
+    let kept = Kept::of(&nodes, &edge_line)?;
+    let links = Links::of(&kept, &edge_line);
+    let order = linear_order(&nodes, &kept, &links)?;
+    let cut = dag::cut_bytes(&order, kept.kept.len(), &kept.tensors(&nodes, &links));
     let layers = order
         .iter()
         .zip(&cut)
-        .map(|(&l, &c)| {
-            let node = &nodes[kept[l]];
-            let kind = node.desc.split('(').next().unwrap_or("").trim();
-            Layer {
-                name: node.id.to_string(),
-                kind: (!kind.is_empty()).then(|| kind.to_string()),
-                forward: node.forward,
-                backward: node.backward,
-                weights: node.parameters,
-                output: node.activation,
-                saved: None,
-                cut: Some(c),
-                tensor_parallel: Vec::new(),
-            }
-        })
+        .map(|(&l, &c)| layer(&nodes[kept.kept[l]], c))
         .collect();
-
-    let inputs: Vec<usize> = (0..n).filter(|&v| is_input[v]).collect();
+    let n = nodes.len();
+    let inputs: Vec<usize> = (0..n).filter(|&v| kept.is_input[v]).collect();
     let dag = layer_dag(
         &order,
-        &edges,
-        inputs.iter().map(|&v| (nodes[v].activation, &consumers[v])),
+        &links.edges,
+        inputs
+            .iter()
+            .map(|&v| (nodes[v].activation, &links.consumers[v])),
     );
     let input_bytes: f64 = inputs.iter().map(|&v| nodes[v].activation).sum();
     let input_time: f64 = inputs.iter().map(|&v| nodes[v].forward).sum();
-    let unused = is_unused.iter().filter(|&&u| u).count();
+    let unused = kept.is_unused.iter().filter(|&&u| u).count();
 
     let mut p = Profile::new(
         "pipedream",
@@ -199,6 +126,134 @@ pub(crate) fn read(text: &str) -> Result<Profile, InputError> {
         inputs.len(),
     ));
     Ok(p)
+}
+
+/// Which nodes become layers: all but the input nodes (no producer, `Input...`) and the unused
+/// outputs (`__getitem__` sinks), as PipeDream's optimizer removes them.
+struct Kept {
+    is_input: Vec<bool>,
+    is_unused: Vec<bool>,
+    /// The nodes kept, in node order: layer `l` before linearization is node `kept[l]`.
+    kept: Vec<usize>,
+    /// The layer of each node (`usize::MAX` if removed).
+    layer_of: Vec<usize>,
+}
+
+impl Kept {
+    fn of(nodes: &[Node], edge_line: &BTreeMap<(usize, usize), usize>) -> Result<Kept, InputError> {
+        let n = nodes.len();
+        let mut indegree = vec![0usize; n];
+        let mut outdegree = vec![0usize; n];
+        for &(a, b) in edge_line.keys() {
+            outdegree[a] += 1;
+            indegree[b] += 1;
+        }
+        let is_input: Vec<bool> = (0..n)
+            .map(|v| indegree[v] == 0 && nodes[v].desc.starts_with("Input"))
+            .collect();
+        let is_unused: Vec<bool> = (0..n)
+            .map(|v| !is_input[v] && outdegree[v] == 0 && nodes[v].desc.starts_with("__getitem__"))
+            .collect();
+        let kept: Vec<usize> = (0..n).filter(|&v| !is_input[v] && !is_unused[v]).collect();
+        if kept.is_empty() {
+            return Err(InputError::field(
+                "graph.txt",
+                "no layers: every node is an input node or an unused output",
+            ));
+        }
+        let mut layer_of = vec![usize::MAX; n];
+        for (l, &v) in kept.iter().enumerate() {
+            layer_of[v] = l;
+        }
+        Ok(Kept {
+            is_input,
+            is_unused,
+            kept,
+            layer_of,
+        })
+    }
+
+    /// Every tensor but the unused outputs': its producing layer (none for an input), bytes
+    /// and consuming layers.
+    fn tensors(&self, nodes: &[Node], links: &Links) -> Vec<Tensor> {
+        (0..nodes.len())
+            .filter(|&v| !self.is_unused[v])
+            .map(|v| Tensor {
+                producer: (!self.is_input[v]).then(|| self.layer_of[v]),
+                bytes: nodes[v].activation,
+                consumers: links.consumers[v].clone(),
+            })
+            .collect()
+    }
+}
+
+/// The edges between kept nodes, as layer pairs.
+struct Links {
+    /// Edges between two layers.
+    edges: Vec<(usize, usize)>,
+    /// The `graph.txt` line of each edge of `edges`.
+    line_of_edge: BTreeMap<(usize, usize), usize>,
+    /// The layers each node's output feeds (inputs included).
+    consumers: Vec<Vec<usize>>,
+}
+
+impl Links {
+    fn of(kept: &Kept, edge_line: &BTreeMap<(usize, usize), usize>) -> Links {
+        let layer_of = &kept.layer_of;
+        let mut edges = Vec::new();
+        let mut line_of_edge = BTreeMap::new();
+        let mut consumers = vec![Vec::new(); layer_of.len()];
+        for (&(a, b), &line) in edge_line {
+            if layer_of[b] == usize::MAX {
+                continue;
+            }
+            consumers[a].push(layer_of[b]);
+            if layer_of[a] != usize::MAX {
+                edges.push((layer_of[a], layer_of[b]));
+                line_of_edge.insert((layer_of[a], layer_of[b]), line);
+            }
+        }
+        Links {
+            edges,
+            line_of_edge,
+            consumers,
+        }
+    }
+}
+
+/// The layers in a topological order, ties going to the lower node number; a cycle is an
+/// error naming an edge on it.
+fn linear_order(nodes: &[Node], kept: &Kept, links: &Links) -> Result<Vec<usize>, InputError> {
+    let keys: Vec<_> = kept
+        .kept
+        .iter()
+        .map(|&v| dag::natural_key(nodes[v].id))
+        .collect();
+    dag::topological_order(kept.kept.len(), &links.edges, &dag::ranks(&keys)).map_err(|cycle| {
+        let k = cycle.len();
+        let line = links.line_of_edge[&(cycle[k - 2], cycle[k - 1])];
+        let names: Vec<&str> = cycle.iter().map(|&l| nodes[kept.kept[l]].id).collect();
+        InputError::field(
+            at(line),
+            format!("the graph has a cycle: {}", super::cycle_text(&names)),
+        )
+    })
+}
+
+/// The layer of a node, with `cut` bytes live after it.
+fn layer(node: &Node, cut: f64) -> Layer {
+    let kind = node.desc.split('(').next().unwrap_or("").trim();
+    Layer {
+        name: node.id.to_string(),
+        kind: (!kind.is_empty()).then(|| kind.to_string()),
+        forward: node.forward,
+        backward: node.backward,
+        weights: node.parameters,
+        output: node.activation,
+        saved: None,
+        cut: Some(cut),
+        tensor_parallel: Vec::new(),
+    }
 }
 
 /// The node lines and the edge lines (`nodeA`, `nodeB`, line number) of a `graph.txt`.

@@ -220,21 +220,7 @@ fn outcome(
             )
         })?,
     };
-    let configs = files.training_configs()?;
-    let model = match &opts.model {
-        Some(m) => m.clone(),
-        None => model_from_path(path, configs.keys())?,
-    };
-    let config = configs.get(&model).ok_or_else(|| {
-        InputError::field(
-            "",
-            format!(
-                "no training config of model {model:?} in {}; models: {}",
-                files.root.display(),
-                configs.keys().cloned().collect::<Vec<_>>().join(", ")
-            ),
-        )
-    })?;
+    let (model, config) = training_config(&files, path, opts)?;
     let gpu_type = sp.gpu_types.first().cloned().unwrap_or_default();
     // The run's GPU type, micro-batch and degrees against the profile first: its errors name
     // the profile's field, not the training config the import reads it through.
@@ -243,32 +229,8 @@ fn outcome(
         &profiled,
         &format!("profiles_tmp.json.{model}.{gpu_type}.{}", sp.micro_batch),
     )?;
-    let used: u32 = sp.stages.iter().map(|s| s.dp * s.tp).sum();
-    // Nodes: the run's `N`, else enough for its GPUs.
-    let probe = Selection {
-        gpu_type: gpu_type.clone(),
-        nodes: 1,
-        micro_batch: sp.micro_batch,
-        gpus_per_node: sp.node_sizes.first().copied(),
-    };
-    // The node size: the plan's machines', else the checkout's (a one-node import tells).
-    let node_size = match probe.gpus_per_node {
-        Some(g) => g,
-        None => super::import_file(config, Some(&files.root), &probe, None)?
-            .cluster
-            .gpus
-            .max(1),
-    };
-    let nodes = sp.nodes.unwrap_or_else(|| used.div_ceil(node_size));
-    let held = u64::from(nodes) * u64::from(node_size);
-    if u64::from(used) > held {
-        return Err(InputError::field(
-            "N",
-            format!("{nodes} nodes of {node_size} {gpu_type} hold {held} GPUs, but the plan uses {used}"),
-        ));
-    }
-    let sel = Selection { nodes, ..probe };
-    let instance = super::import_file(config, Some(&files.root), &sel, None)?;
+    let sel = selection(&sp, gpu_type, &config, &files)?;
+    let instance = super::import_file(&config, Some(&files.root), &sel, None)?;
     let repaired = if opts.repair_layers {
         sp.repair_layers(instance.model.layers.len())
     } else {
@@ -285,6 +247,68 @@ fn outcome(
         grad_sync_ms: sp.measured_grad_sync_ms,
     }));
     Ok((ready, repaired))
+}
+
+/// The run's model (`--model`, else read from its path) and the checkout's training config
+/// of it.
+fn training_config(
+    files: &Files,
+    path: &Path,
+    opts: &RunOptions,
+) -> Result<(String, PathBuf), InputError> {
+    let configs = files.training_configs()?;
+    let model = match &opts.model {
+        Some(m) => m.clone(),
+        None => model_from_path(path, configs.keys())?,
+    };
+    let config = configs.get(&model).ok_or_else(|| {
+        InputError::field(
+            "",
+            format!(
+                "no training config of model {model:?} in {}; models: {}",
+                files.root.display(),
+                configs.keys().cloned().collect::<Vec<_>>().join(", ")
+            ),
+        )
+    })?;
+    Ok((model, config.clone()))
+}
+
+/// What to import for the run: its GPU type and micro-batch, on its `N` nodes (else enough
+/// for its GPUs) of its machines' size (else the checkout's for the type).
+fn selection(
+    sp: &SailorPlan,
+    gpu_type: String,
+    config: &Path,
+    files: &Files,
+) -> Result<Selection, InputError> {
+    let used: u32 = sp.stages.iter().map(|s| s.dp * s.tp).sum();
+    let probe = Selection {
+        gpu_type,
+        nodes: 1,
+        micro_batch: sp.micro_batch,
+        gpus_per_node: sp.node_sizes.first().copied(),
+    };
+    // A one-node import tells the checkout's node size.
+    let node_size = match probe.gpus_per_node {
+        Some(g) => g,
+        None => super::import_file(config, Some(&files.root), &probe, None)?
+            .cluster
+            .gpus
+            .max(1),
+    };
+    let nodes = sp.nodes.unwrap_or_else(|| used.div_ceil(node_size));
+    let held = u64::from(nodes) * u64::from(node_size);
+    if u64::from(used) > held {
+        return Err(InputError::field(
+            "N",
+            format!(
+                "{nodes} nodes of {node_size} {} hold {held} GPUs, but the plan uses {used}",
+                probe.gpu_type
+            ),
+        ));
+    }
+    Ok(Selection { nodes, ..probe })
 }
 
 /// The model a folder on `path` names (see the module docs).
