@@ -1,7 +1,7 @@
 //! A layer's memory under a strategy (`MemoryCostModel`) and Megatron's global memory buffer.
 
 use super::{chunk_like_torch, optimal_chunk, parameter_mb, MB};
-use crate::galvatron::profile::{LayerTypes, OtherMemory};
+use crate::galvatron::profile::{LayerType, LayerTypes, OtherMemory};
 use crate::galvatron::settings::PipelineType;
 use crate::galvatron::strategy::Strategy;
 
@@ -81,9 +81,33 @@ pub fn layer_memory(
 ) -> Result<LayerMemory, String> {
     let set = &lt.settings;
     let t = &lt.types[ty];
-    let (tp, dp, pp) = (s.tp as f64, s.dp as f64, s.pp);
     let parameter = parameter_mb(t, s);
     let mut model_states = 4.0 * parameter;
+    let (chunks, bsz) = stored_samples(s, c)?;
+    let activation = activation_mb(lt, t, s, bsz)?;
+    let (z2, z3) = zero_ratios(lt, chunks);
+    let sdp = s.sdp_size() as f64;
+    match s.fsdp {
+        Some(true) => model_states *= z3(sdp),
+        Some(false) if set.zero2() => model_states *= z2(sdp),
+        _ => {}
+    }
+    let total = model_states + activation;
+    let other = other_memory(lt, s, c, chunks)?;
+    Ok(LayerMemory {
+        parameter,
+        model_states,
+        activation,
+        total,
+        other,
+    })
+}
+
+/// The engine's micro-batch count (`chunks`) for strategy `s`, and the samples whose
+/// activations a GPU stores at the peak: the micro-batches in flight at the stage under 1F1B
+/// (or without a pipeline), the first micro-batch under GPipe.
+fn stored_samples(s: &Strategy, c: &MemoryCall) -> Result<(u64, f64), String> {
+    let (dp, pp) = (s.dp as f64, s.pp);
     let mut bsz = c.bsz as f64 / dp;
     let chunks0 = optimal_chunk(c.bsz / s.dp as u64, s.tp, c.mbsz, c.min_tp);
     let max_chunks = (c.bsz / (s.tp as u64 * s.dp as u64 / c.min_tp as u64)).max(1);
@@ -105,7 +129,13 @@ pub fn layer_memory(
     } else {
         bsz = micro[0] as f64;
     }
-    let activation = if s.cpt {
+    Ok((chunks, bsz))
+}
+
+/// The activations of `bsz` samples of layer type `t` (MB): its checkpoint input under `cpt`
+/// (split over tp with sequence parallelism), else its profiled activation at the strategy's tp.
+fn activation_mb(lt: &LayerTypes, t: &LayerType, s: &Strategy, bsz: f64) -> Result<f64, String> {
+    if s.cpt {
         let a = t
             .activation_mb_per_sample
             .get("checkpoint")
@@ -116,27 +146,31 @@ pub fn layer_memory(
                 )
             })?;
         let mut a = a * bsz;
-        if set.sequence_parallel {
-            a /= tp;
+        if lt.settings.sequence_parallel {
+            a /= s.tp as f64;
         }
-        a
+        Ok(a)
     } else {
-        t.activation(s.tp).ok_or_else(|| {
+        Ok(t.activation(s.tp).ok_or_else(|| {
             format!(
                 "layer type {} has no activation for tp {} (key \"{}\")",
                 t.name, s.tp, s.tp
             )
-        })? * bsz
-    };
-    let (z2, z3) = zero_ratios(lt, chunks);
-    let sdp = s.sdp_size() as f64;
-    match s.fsdp {
-        Some(true) => model_states *= z3(sdp),
-        Some(false) if set.zero2() => model_states *= z2(sdp),
-        _ => {}
+        })? * bsz)
     }
-    let total = model_states + activation;
+}
 
+/// The embedding and head memory per stage (with the context), for every vocabulary-tp
+/// degree the search tries.
+fn other_memory(
+    lt: &LayerTypes,
+    s: &Strategy,
+    c: &MemoryCall,
+    chunks: u64,
+) -> Result<Vec<(u32, Vec<f64>)>, String> {
+    let set = &lt.settings;
+    let (tp, dp, pp) = (s.tp as f64, s.dp as f64, s.pp);
+    let (z2, z3) = zero_ratios(lt, chunks);
     let gpu = set.gpu_num();
     let mut tps = Vec::new();
     let mut i = c.min_tp;
@@ -197,13 +231,7 @@ pub fn layer_memory(
         }
         other.push((vtp, st));
     }
-    Ok(LayerMemory {
-        parameter,
-        model_states,
-        activation,
-        total,
-        other,
-    })
+    Ok(other)
 }
 
 /// Megatron's global memory buffer under sequence parallelism (MB, whole), added to the
