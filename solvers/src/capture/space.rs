@@ -101,32 +101,7 @@ impl PlanSpace {
             }
         };
         let configs = predictor.configs(max_degree);
-        if max_degree > 1 {
-            let missing: Vec<String> = [Parallelism::Dp, Parallelism::Tp]
-                .iter()
-                .flat_map(|&p| {
-                    let mut d = 2;
-                    let mut v = Vec::new();
-                    while d <= max_degree {
-                        let c = StageConfig {
-                            parallelism: p,
-                            degree: d,
-                        };
-                        if !configs.contains(&c) {
-                            v.push(c.to_string());
-                        }
-                        d *= 2;
-                    }
-                    v
-                })
-                .collect();
-            if !missing.is_empty() {
-                notes.push(format!(
-                    "no statistics for {}: those stage configs are not considered",
-                    missing.join(", ")
-                ));
-            }
-        }
+        notes.extend(missing_configs_note(&configs, max_degree));
         let correction = if settings.flag("correct_1f1b") {
             let g = predictor.in_flight().ok_or_else(|| {
                 InputError::field(
@@ -143,56 +118,45 @@ impl PlanSpace {
         } else {
             None
         };
-        let l = predictor.layers();
-        let mut mem = vec![f64::NAN; configs.len() * l * l];
-        let mut parts = vec![(f64::NAN, f64::NAN); configs.len() * l * l];
-        for (c, &cfg) in configs.iter().enumerate() {
-            for i in 0..l {
-                for j in i..l {
-                    let (a, b) = predictor.parts(i, j, cfg).expect("config is supported");
-                    mem[(c * l + i) * l + j] = a + b;
-                    parts[(c * l + i) * l + j] = (a, b);
-                }
-            }
-        }
-        if let Some(x) = mem.iter().find(|x| !x.is_nan() && !x.is_finite()) {
-            return Err(InputError::field(
-                "extensions.memory_profile",
-                format!("a predicted stage memory overflows ({x})"),
-            )
-            .into());
-        }
+        let (mem, parts) = memory_tables(&predictor, &configs)?;
         let mut space = PlanSpace {
+            layers: predictor.layers(),
             predictor,
             configs,
             gpus,
             per_node,
-            layers: l,
             mem,
             parts,
             correction,
             min_stages: Vec::new(),
             notes,
         };
-        space.min_stages = (0..=gpus).map(|_| usize::MAX).collect();
-        space.min_stages[gpus] = 0;
+        space.min_stages = space.min_stages();
+        if space.min_stages[0] > space.layers {
+            return Err(SolveError::Infeasible(format!(
+                "{} layers cannot fill {gpus} GPUs: at least {} stages of one layer or more are \
+                 needed",
+                space.layers, space.min_stages[0]
+            )));
+        }
+        Ok(space)
+    }
+
+    /// `min_stages[g]`: the fewest stages that fill GPUs `g..G` (`usize::MAX` when none do).
+    fn min_stages(&self) -> Vec<usize> {
+        let gpus = self.gpus;
+        let mut min_stages: Vec<usize> = (0..=gpus).map(|_| usize::MAX).collect();
+        min_stages[gpus] = 0;
         for g in (0..gpus).rev() {
-            for c in 0..space.configs.len() {
-                if let Some(next) = space.next_gpu(g, c) {
-                    if space.min_stages[next] != usize::MAX {
-                        space.min_stages[g] = space.min_stages[g].min(space.min_stages[next] + 1);
+            for c in 0..self.configs.len() {
+                if let Some(next) = self.next_gpu(g, c) {
+                    if min_stages[next] != usize::MAX {
+                        min_stages[g] = min_stages[g].min(min_stages[next] + 1);
                     }
                 }
             }
         }
-        if space.min_stages[0] > l {
-            return Err(SolveError::Infeasible(format!(
-                "{l} layers cannot fill {gpus} GPUs: at least {} stages of one layer or more are \
-                 needed",
-                space.min_stages[0]
-            )));
-        }
-        Ok(space)
+        min_stages
     }
 
     /// Degree of config `c`.
@@ -370,4 +334,66 @@ impl Key {
     pub fn rank(&self, other: &Key) -> Ordering {
         cmp_sorted_desc(&self.memory, &other.memory).then_with(|| self.choices.cmp(&other.choices))
     }
+}
+
+/// The note naming the dp and tp configs up to `max_degree` the statistics do not cover.
+fn missing_configs_note(configs: &[StageConfig], max_degree: u32) -> Option<String> {
+    if max_degree <= 1 {
+        return None;
+    }
+    let missing: Vec<String> = [Parallelism::Dp, Parallelism::Tp]
+        .iter()
+        .flat_map(|&p| {
+            let mut d = 2;
+            let mut v = Vec::new();
+            while d <= max_degree {
+                let c = StageConfig {
+                    parallelism: p,
+                    degree: d,
+                };
+                if !configs.contains(&c) {
+                    v.push(c.to_string());
+                }
+                d *= 2;
+            }
+            v
+        })
+        .collect();
+    (!missing.is_empty()).then(|| {
+        format!(
+            "no statistics for {}: those stage configs are not considered",
+            missing.join(", ")
+        )
+    })
+}
+
+/// [`PlanSpace`]'s `mem` and `parts`.
+type MemoryTables = (Vec<f64>, Vec<(f64, f64)>);
+
+/// The predicted memory of every (config, first layer, last layer), whole and as (fixed,
+/// batch-proportional) parts; an overflow is an error.
+fn memory_tables(
+    predictor: &Predictor,
+    configs: &[StageConfig],
+) -> Result<MemoryTables, SolveError> {
+    let l = predictor.layers();
+    let mut mem = vec![f64::NAN; configs.len() * l * l];
+    let mut parts = vec![(f64::NAN, f64::NAN); configs.len() * l * l];
+    for (c, &cfg) in configs.iter().enumerate() {
+        for i in 0..l {
+            for j in i..l {
+                let (a, b) = predictor.parts(i, j, cfg).expect("config is supported");
+                mem[(c * l + i) * l + j] = a + b;
+                parts[(c * l + i) * l + j] = (a, b);
+            }
+        }
+    }
+    if let Some(x) = mem.iter().find(|x| !x.is_nan() && !x.is_finite()) {
+        return Err(InputError::field(
+            "extensions.memory_profile",
+            format!("a predicted stage memory overflows ({x})"),
+        )
+        .into());
+    }
+    Ok((mem, parts))
 }

@@ -154,8 +154,6 @@ impl<'a> Dp<'a> {
                 dominated: 0,
             });
         }
-        let stop = AtomicBool::new(false);
-        let late = || deadline.passed();
         let mut levels: Vec<Level> = (0..=n).map(|_| Level::default()).collect();
         levels[n].map.insert(root, 0);
         levels[n].recs.push(Rec {
@@ -164,12 +162,30 @@ impl<'a> Dp<'a> {
             value: f64::INFINITY,
             choice: NO_CHOICE,
         });
+        let (discovered, dominated) = self.forward(&mut levels, deadline)?;
+        let evaluated = self.backward(&mut levels, deadline)?;
+        let states: u64 = levels.iter().map(|lv| lv.recs.len() as u64).sum();
+        let value = levels[n].recs[0].value;
+        let allocation = value.is_finite().then(|| self.rebuild(&levels, root, n));
+        debug_assert!(allocation.as_ref().is_none_or(|a| a.period == value));
+        Ok(DpRun {
+            allocation,
+            states,
+            transitions: discovered + evaluated,
+            dominated,
+        })
+    }
+
+    /// The forward pass: discovers the states of levels l-1, ..., 1 from level l, pulled by
+    /// target level so that each level's map has one writer; level 0 and p = 0 are base cases,
+    /// computed on the spot, never stored. Returns the transitions examined and the states
+    /// dropped as dominated.
+    fn forward(&self, levels: &mut [Level], deadline: &Deadline) -> Result<(u64, u64), TimedOut> {
+        let n = levels.len() - 1;
+        let stop = AtomicBool::new(false);
+        let late = || deadline.passed();
         let mut transitions: u64 = 0;
         let mut dominated: u64 = 0;
-
-        // Forward: discover the states of levels l-1, ..., 1 from level l, pulled by target
-        // level so that each level's map has one writer. Level 0 and p = 0 are base cases,
-        // computed on the spot, never stored.
         for l in (2..=n).rev() {
             let (lower, upper) = levels.split_at_mut(l);
             // Level l is complete (all its parents are above): keep its Pareto front only.
@@ -223,8 +239,16 @@ impl<'a> Dp<'a> {
         if n >= 2 {
             dominated += levels[1].keep_front();
         }
+        Ok((transitions, dominated))
+    }
 
-        // Backward: values from the levels below, in parallel over the states of a level.
+    /// The backward pass: the values of every level from the levels below, in parallel over
+    /// the states of a level. Returns the choices examined.
+    fn backward(&self, levels: &mut [Level], deadline: &Deadline) -> Result<u64, TimedOut> {
+        let n = levels.len() - 1;
+        let stop = AtomicBool::new(false);
+        let late = || deadline.passed();
+        let mut transitions: u64 = 0;
         for l in 1..=n {
             let (lower, upper) = levels.split_at_mut(l);
             let recs = &mut upper[0].recs;
@@ -247,16 +271,7 @@ impl<'a> Dp<'a> {
                 return Err(TimedOut);
             }
         }
-        let states: u64 = levels.iter().map(|lv| lv.recs.len() as u64).sum();
-        let value = levels[n].recs[0].value;
-        let allocation = value.is_finite().then(|| self.rebuild(&levels, root, n));
-        debug_assert!(allocation.as_ref().is_none_or(|a| a.period == value));
-        Ok(DpRun {
-            allocation,
-            states,
-            transitions,
-            dominated,
-        })
+        Ok(transitions)
     }
 
     /// Value of the child state reached by a choice; `None` when no allocation fits from it.

@@ -326,63 +326,17 @@ pub fn least_period_within(
         )));
     }
     let mut counts = Counts::default();
-    // Upper end: one operation at a time, over the latency of one micro-batch (the least period
-    // of that structure: the latency, up to the separation of zero-duration forwards).
-    let seq = alloc.sequential();
-    let big = alloc.latency().max(lo_load) * (1.0 + ZERO_SEP * (alloc.n() as f64 + 1.0));
-    let (mut hi, _) = alloc
-        .least_period_of(&seq, lo_load, big)
-        .ok_or_else(|| SolveError::Solver("the sequential pattern is infeasible (a bug)".into()))?;
-    let mut best = seq;
-    let mut lo = lo_load;
-    // True while `lo` itself may be feasible (only the largest load bounds it).
-    let mut lo_open = true;
-    let mut proven = true;
-    let mut stop = None;
-    let mut notes = Vec::new();
-    while hi > lo && hi - lo > opts.period_tolerance * hi {
-        let t = if lo_open { lo } else { 0.5 * (lo + hi) };
-        match alloc.solve(t, Phase::Fit { limit }, deadline, &mut counts) {
-            Ok((st, _)) => {
-                // HiGHS's tolerances may accept shifts and orderings that need a hair more than
-                // t: the least period of the structure is searched a little above t too.
-                let (t_min, _) = alloc
-                    .least_period_of(&st, lo, t * (1.0 + 1e-5))
-                    .ok_or_else(|| {
-                        SolveError::Solver(format!(
-                            "the schedule ILP's shifts and orderings at period {t} ms are not \
-                             feasible near that period (numerical tolerance)"
-                        ))
-                    })?;
-                if t_min < hi {
-                    hi = t_min;
-                    best = st;
-                }
-                if lo_open && hi <= lo {
-                    break;
-                }
-                if lo_open {
-                    // Not exactly feasible at the load (tolerance): bisect from there on.
-                    lo_open = false;
-                    proven = false;
-                }
-            }
-            Err(SolveError::Infeasible(_)) => {
-                lo = t;
-                lo_open = false;
-            }
-            Err(e) if e.is_stop() => {
-                proven = false;
-                stop = Some(deadline.stop());
-                notes.push(format!(
-                    "the {} stopped the bisection while solving period {t} ms",
-                    deadline.stop()
-                ));
-                break;
-            }
-            Err(e) => return Err(e),
-        }
-    }
+    let mut b = Bisection::start(&alloc, lo_load)?;
+    b.run(&alloc, opts.period_tolerance, limit, deadline, &mut counts)?;
+    let Bisection {
+        lo,
+        hi,
+        best,
+        proven,
+        mut stop,
+        mut notes,
+        ..
+    } = b;
     // The least-memory pattern at the period found, if time remains; else the feasible one.
     let mut sched = match alloc.least_memory_at(hi, opts.objective, deadline, &mut counts) {
         Ok(s) if s.max_memory <= limit * (1.0 + 1e-9) => s,
@@ -415,6 +369,102 @@ pub fn least_period_within(
     sched.notes.extend(notes);
     sched.finish(start, &counts);
     Ok(sched)
+}
+
+/// The bisection on the period: `lo` infeasible (or the largest load), `hi` reached by `best`.
+struct Bisection {
+    lo: f64,
+    hi: f64,
+    /// The structure reaching `hi`.
+    best: model::Structure,
+    /// True while `lo` itself may be feasible (only the largest load bounds it).
+    lo_open: bool,
+    /// Whether `lo` is a proven bound.
+    proven: bool,
+    stop: Option<Stop>,
+    notes: Vec<String>,
+}
+
+impl Bisection {
+    /// The bracket from the largest load `lo_load` to the sequential pattern: one operation at a
+    /// time, over the latency of one micro-batch (the least period of that structure: the
+    /// latency, up to the separation of zero-duration forwards).
+    fn start(alloc: &Alloc, lo_load: f64) -> Result<Bisection, SolveError> {
+        let seq = alloc.sequential();
+        let big = alloc.latency().max(lo_load) * (1.0 + ZERO_SEP * (alloc.n() as f64 + 1.0));
+        let (hi, _) = alloc.least_period_of(&seq, lo_load, big).ok_or_else(|| {
+            SolveError::Solver("the sequential pattern is infeasible (a bug)".into())
+        })?;
+        Ok(Bisection {
+            lo: lo_load,
+            hi,
+            best: seq,
+            lo_open: true,
+            proven: true,
+            stop: None,
+            notes: Vec::new(),
+        })
+    }
+
+    /// Narrows the bracket to `tolerance` (relative), solving the fitting ILP at the load first,
+    /// then at midpoints, until the deadline.
+    fn run(
+        &mut self,
+        alloc: &Alloc,
+        tolerance: f64,
+        limit: f64,
+        deadline: &Deadline,
+        counts: &mut Counts,
+    ) -> Result<(), SolveError> {
+        while self.hi > self.lo && self.hi - self.lo > tolerance * self.hi {
+            let t = if self.lo_open {
+                self.lo
+            } else {
+                0.5 * (self.lo + self.hi)
+            };
+            match alloc.solve(t, Phase::Fit { limit }, deadline, counts) {
+                Ok((st, _)) => {
+                    // HiGHS's tolerances may accept shifts and orderings that need a hair more
+                    // than t: the least period of the structure is searched a little above t too.
+                    let (t_min, _) = alloc
+                        .least_period_of(&st, self.lo, t * (1.0 + 1e-5))
+                        .ok_or_else(|| {
+                            SolveError::Solver(format!(
+                                "the schedule ILP's shifts and orderings at period {t} ms are not \
+                                 feasible near that period (numerical tolerance)"
+                            ))
+                        })?;
+                    if t_min < self.hi {
+                        self.hi = t_min;
+                        self.best = st;
+                    }
+                    if self.lo_open && self.hi <= self.lo {
+                        break;
+                    }
+                    if self.lo_open {
+                        // Not exactly feasible at the load (tolerance): bisect from there on.
+                        self.lo_open = false;
+                        self.proven = false;
+                    }
+                }
+                Err(SolveError::Infeasible(_)) => {
+                    self.lo = t;
+                    self.lo_open = false;
+                }
+                Err(e) if e.is_stop() => {
+                    self.proven = false;
+                    self.stop = Some(deadline.stop());
+                    self.notes.push(format!(
+                        "the {} stopped the bisection while solving period {t} ms",
+                        deadline.stop()
+                    ));
+                    break;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
 }
 
 fn check_options(opts: &IlpOptions) -> Result<(), SolveError> {
