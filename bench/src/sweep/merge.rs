@@ -79,101 +79,62 @@ struct Conflict {
     columns: Vec<&'static str>,
 }
 
+/// The merge's SQL: the rows of the attached input whose key the output holds with other
+/// results (both versions), and the insertion of the input's new keys.
+struct Statements {
+    select_both: String,
+    insert: String,
+}
+
+impl Statements {
+    fn new() -> Statements {
+        let cols = COLUMNS.iter().map(|c| q(c)).collect::<Vec<_>>().join(", ");
+        let join = KEY_COLUMNS
+            .iter()
+            .map(|c| format!("s.{0} = m.{0}", q(c)))
+            .collect::<Vec<_>>()
+            .join(" AND ");
+        let differs = result_columns()
+            .iter()
+            .map(|c| format!("s.{0} IS NOT m.{0}", q(c)))
+            .collect::<Vec<_>>()
+            .join(" OR ");
+        let prefixed = |p: &str| {
+            COLUMNS
+                .iter()
+                .map(|c| format!("{p}.{}", q(c)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let select_both = format!(
+            "SELECT {}, {} FROM src.runs s JOIN main.runs m ON {join} WHERE {differs}",
+            prefixed("s"),
+            prefixed("m"),
+        );
+        let insert = format!(
+            "INSERT OR IGNORE INTO main.runs ({cols}) SELECT {cols} FROM src.runs ORDER BY {}",
+            KEY_COLUMNS.map(q).join(", ")
+        );
+        Statements {
+            select_both,
+            insert,
+        }
+    }
+}
+
 fn build(sources: &[PathBuf], temp: &Path) -> Result<MergeSummary, SweepError> {
     let out = Store::create_plain(temp)?;
-    let conn = out.conn();
-    let cols = COLUMNS.iter().map(|c| q(c)).collect::<Vec<_>>().join(", ");
-    let join = KEY_COLUMNS
-        .iter()
-        .map(|c| format!("s.{0} = m.{0}", q(c)))
-        .collect::<Vec<_>>()
-        .join(" AND ");
-    let differs = result_columns()
-        .iter()
-        .map(|c| format!("s.{0} IS NOT m.{0}", q(c)))
-        .collect::<Vec<_>>()
-        .join(" OR ");
-    let select_both = format!(
-        "SELECT {}, {} FROM src.runs s JOIN main.runs m ON {join} WHERE {differs}",
-        COLUMNS
-            .iter()
-            .map(|c| format!("s.{}", q(c)))
-            .collect::<Vec<_>>()
-            .join(", "),
-        COLUMNS
-            .iter()
-            .map(|c| format!("m.{}", q(c)))
-            .collect::<Vec<_>>()
-            .join(", "),
-    );
-    let insert = format!(
-        "INSERT OR IGNORE INTO main.runs ({cols}) SELECT {cols} FROM src.runs ORDER BY {}",
-        KEY_COLUMNS.map(q).join(", ")
-    );
-    let sql_err = |e: rusqlite::Error| out.err(e);
+    let sql = Statements::new();
     let mut counts = Vec::new();
     let mut conflicts: Vec<Conflict> = Vec::new();
     let mut conflict_count = 0usize;
     for (i, src) in sources.iter().enumerate() {
-        conn.execute(
-            "ATTACH DATABASE ?1 AS src",
-            [src.to_string_lossy().as_ref()],
-        )
-        .map_err(|e| SweepError::Store {
-            path: src.display().to_string(),
-            message: e.to_string(),
-        })?;
-        let n: i64 = conn
-            .query_row("SELECT count(*) FROM src.runs", [], |r| r.get(0))
-            .map_err(sql_err)?;
-        counts.push((src.display().to_string(), n as usize));
-        // One transaction per input: a database cannot be detached inside a transaction.
-        conn.execute_batch("BEGIN").map_err(sql_err)?;
-        {
-            let mut stmt = conn.prepare(&select_both).map_err(sql_err)?;
-            let mut rows = stmt.query([]).map_err(sql_err)?;
-            while let Some(r) = rows.next().map_err(sql_err)? {
-                conflict_count += 1;
-                if conflicts.len() < NAMED_CONFLICTS {
-                    let (s, m) = both(r).map_err(sql_err)?;
-                    let columns = s.result_differences(&m);
-                    conflicts.push(Conflict {
-                        row: s,
-                        input: i,
-                        columns,
-                    });
-                }
-            }
-        }
-        conn.execute(&insert, []).map_err(sql_err)?;
-        conn.execute_batch("COMMIT").map_err(sql_err)?;
-        conn.execute("DETACH DATABASE src", []).map_err(sql_err)?;
+        let n = add(&out, &sql, src, i, &mut conflicts, &mut conflict_count)?;
+        counts.push((src.display().to_string(), n));
     }
     // On a conflict the temporary file is removed by the caller: nothing is written.
     if conflict_count > 0 {
-        let named: Vec<String> = conflicts
-            .iter()
-            .map(|c| {
-                let first = first_holder(sources, c)
-                    .map(|j| sources[j].display().to_string())
-                    .unwrap_or_else(|| "an earlier input".into());
-                format!(
-                    "{} differs between {first} and {} in {}",
-                    c.row.describe(),
-                    sources[c.input].display(),
-                    c.columns.join(", ")
-                )
-            })
-            .collect();
-        let more = if conflict_count > named.len() {
-            format!(" (and {} more)", conflict_count - named.len())
-        } else {
-            String::new()
-        };
-        return Err(SweepError::Conflict(format!(
-            "{conflict_count} run(s) stored with different results{more}: {}; nothing written",
-            named.join("; ")
-        )));
+        return Err(conflict_error(sources, &conflicts, conflict_count));
     }
     let runs = out.count()?;
     drop(out);
@@ -188,6 +149,81 @@ fn build(sources: &[PathBuf], temp: &Path) -> Result<MergeSummary, SweepError> {
         inputs: counts,
         runs,
     })
+}
+
+/// Adds input `i` (`src`) to `out`: counts its conflicts with what `out` holds, naming the
+/// first few, and inserts its new keys. Returns its number of runs.
+fn add(
+    out: &Store,
+    sql: &Statements,
+    src: &Path,
+    i: usize,
+    conflicts: &mut Vec<Conflict>,
+    conflict_count: &mut usize,
+) -> Result<usize, SweepError> {
+    let conn = out.conn();
+    let sql_err = |e: rusqlite::Error| out.err(e);
+    conn.execute(
+        "ATTACH DATABASE ?1 AS src",
+        [src.to_string_lossy().as_ref()],
+    )
+    .map_err(|e| SweepError::Store {
+        path: src.display().to_string(),
+        message: e.to_string(),
+    })?;
+    let n: i64 = conn
+        .query_row("SELECT count(*) FROM src.runs", [], |r| r.get(0))
+        .map_err(sql_err)?;
+    // One transaction per input: a database cannot be detached inside a transaction.
+    conn.execute_batch("BEGIN").map_err(sql_err)?;
+    {
+        let mut stmt = conn.prepare(&sql.select_both).map_err(sql_err)?;
+        let mut rows = stmt.query([]).map_err(sql_err)?;
+        while let Some(r) = rows.next().map_err(sql_err)? {
+            *conflict_count += 1;
+            if conflicts.len() < NAMED_CONFLICTS {
+                let (s, m) = both(r).map_err(sql_err)?;
+                let columns = s.result_differences(&m);
+                conflicts.push(Conflict {
+                    row: s,
+                    input: i,
+                    columns,
+                });
+            }
+        }
+    }
+    conn.execute(&sql.insert, []).map_err(sql_err)?;
+    conn.execute_batch("COMMIT").map_err(sql_err)?;
+    conn.execute("DETACH DATABASE src", []).map_err(sql_err)?;
+    Ok(n as usize)
+}
+
+/// The error naming the first conflicts (where each run was stored first, and the columns
+/// that differ) and counting the rest.
+fn conflict_error(sources: &[PathBuf], conflicts: &[Conflict], count: usize) -> SweepError {
+    let named: Vec<String> = conflicts
+        .iter()
+        .map(|c| {
+            let first = first_holder(sources, c)
+                .map(|j| sources[j].display().to_string())
+                .unwrap_or_else(|| "an earlier input".into());
+            format!(
+                "{} differs between {first} and {} in {}",
+                c.row.describe(),
+                sources[c.input].display(),
+                c.columns.join(", ")
+            )
+        })
+        .collect();
+    let more = if count > named.len() {
+        format!(" (and {} more)", count - named.len())
+    } else {
+        String::new()
+    };
+    SweepError::Conflict(format!(
+        "{count} run(s) stored with different results{more}: {}; nothing written",
+        named.join("; ")
+    ))
 }
 
 /// The source row and the merged row of a joined conflict.
