@@ -153,3 +153,34 @@ fn profile_plan_takes_runnable_profiling_batches() {
         assert!(err.contains("--profile-batches"), "{bad:?}: {err}");
     }
 }
+
+#[test]
+fn solve_names_the_instance_file_in_an_extension_error_but_not_in_an_option_error() {
+    let text = std::fs::read_to_string(support::shipped("resnet50-1000px-b8-4gpu-8gib.json"))
+        .expect("a shipped instance");
+    let mut inst: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let layers = inst["model"]["layers"].as_array().unwrap().len();
+    // One value short: the family refuses the statistics when it reads them.
+    inst["extensions"]["memory_profile"] = serde_json::json!({"statistics": [{
+        "parallelism": "pp", "degree": 1, "batch": 8,
+        "m_i": vec![1e9; layers - 1], "m_a": vec![1e8; layers],
+    }]});
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("short-profile.json");
+    std::fs::write(&path, serde_json::to_string(&inst).unwrap()).unwrap();
+    let file = path.display().to_string();
+    let out = pipeplan(&["solve", &file, "--algo", "mcap-bf"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.starts_with(&format!(
+            "error: {file}: extensions.memory_profile.statistics[0].m_i: {} values",
+            layers - 1
+        )),
+        "{err}"
+    );
+    let out = pipeplan(&["solve", &file, "--algo", "madpipe", "--set", "rounds=0"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.starts_with("error: --set rounds:"), "{err}");
+}

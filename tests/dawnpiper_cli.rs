@@ -167,3 +167,55 @@ fn max_batch_varies_the_settings_asked_for_only_where_declared() {
     assert_eq!(rows[2]["algorithm"], "balanced-time");
     assert!(rows[2].get("memopt").is_none());
 }
+
+/// A shipped instance with a `graph` extension whose node 2 reads node 3 and node 3 reads node
+/// 2, written to a file of its own.
+fn instance_with_cyclic_graph(dir: &std::path::Path) -> std::path::PathBuf {
+    let text = std::fs::read_to_string(support::shipped("resnet50-1000px-b8-4gpu-8gib.json"))
+        .expect("a shipped instance");
+    let mut inst: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let names: Vec<String> = inst["model"]["layers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l["name"].as_str().unwrap().to_string())
+        .collect();
+    let mut nodes: Vec<serde_json::Value> = names
+        .iter()
+        .map(|n| serde_json::json!({ "name": n }))
+        .collect();
+    nodes[2]["inputs"] = serde_json::json!([names[3]]);
+    nodes[3]["inputs"] = serde_json::json!([names[2]]);
+    inst["extensions"]["graph"] = serde_json::json!({ "nodes": nodes });
+    let path = dir.join("cyclic-graph.json");
+    std::fs::write(&path, serde_json::to_string(&inst).unwrap()).unwrap();
+    path
+}
+
+#[test]
+fn a_bad_graph_extension_is_reported_when_the_instance_is_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = instance_with_cyclic_graph(dir.path());
+    let file = path.display().to_string();
+    let out = pipeplan(&["validate", &file]);
+    assert_eq!(out.status.code(), Some(2));
+    let text = support::stdout(&out);
+    assert!(
+        text.contains(&format!(
+            "{file}: extensions.graph.nodes: the graph has a cycle"
+        )),
+        "{text}"
+    );
+    // Every algorithm, not only DawnPiper's, refuses the file, naming it.
+    for algo in ["uniform", "dawnpiper"] {
+        let out = pipeplan(&["solve", &file, "--algo", algo]);
+        assert_eq!(out.status.code(), Some(2));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.starts_with(&format!(
+                "error: {file}: extensions.graph.nodes: the graph has a cycle"
+            )),
+            "{err}"
+        );
+    }
+}

@@ -77,6 +77,27 @@ impl InputError {
         self.field_path().is_some_and(|f| f.starts_with("plan"))
     }
 
+    /// Whether the error is about an instance's own fields (`model...`, `cluster...`,
+    /// `extensions...`, ...), not a plan or an option.
+    pub fn is_about_instance(&self) -> bool {
+        const TOP: [&str; 8] = [
+            "format",
+            "name",
+            "source",
+            "model",
+            "cluster",
+            "training",
+            "extensions",
+            "calibration",
+        ];
+        self.field_path().is_some_and(|f| {
+            TOP.iter().any(|t| {
+                f.strip_prefix(t)
+                    .is_some_and(|rest| rest.is_empty() || rest.starts_with(['.', '[']))
+            })
+        })
+    }
+
     /// Attaches a file name (unless the error already names one).
     pub fn in_file(self, path: &std::path::Path) -> Self {
         match self {
@@ -171,5 +192,28 @@ mod tests {
             InputError::field("model.batch", "must be at least 1").to_string(),
             "model.batch: must be at least 1"
         );
+    }
+
+    #[test]
+    fn an_error_is_about_an_instance_when_it_names_one_of_its_fields() {
+        let about = |f: &str| InputError::field(f, "x").is_about_instance();
+        for f in [
+            "format",
+            "model.batch",
+            "model.layers[3].forward",
+            "cluster",
+            "extensions.graph.nodes[2].inputs[0]",
+            "calibration.reserved_memory",
+        ] {
+            assert!(about(f), "{f}");
+        }
+        for f in ["--set rounds", "gpus", "plan.stages", "models", "t_hat", ""] {
+            assert!(!about(f), "{f}");
+        }
+        let io = InputError::Io {
+            path: "a.json".into(),
+            message: "gone".into(),
+        };
+        assert!(!io.is_about_instance());
     }
 }

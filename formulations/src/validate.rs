@@ -224,6 +224,9 @@ pub fn validate(inst: &Instance) -> Result<(), InputError> {
     }
     if c.first.is_none() {
         crate::layer_order::Dag::of(inst)?;
+        if inst.extensions.contains_key(crate::dawnpiper::graph::KEY) {
+            crate::dawnpiper::graph::Graph::of(inst)?;
+        }
     }
     match c.first {
         Some(e) => Err(e),

@@ -12,6 +12,16 @@ use serde_json::json;
 
 /// A chain of `n` layers with varied times and sizes; `mem` GiB per GPU.
 fn chain(n: usize, mem: f64, schedule: &str, graph: Option<serde_json::Value>) -> Instance {
+    Instance::from_json(&chain_doc(n, mem, schedule, graph).to_string()).unwrap()
+}
+
+/// The instance file of [`chain`].
+fn chain_doc(
+    n: usize,
+    mem: f64,
+    schedule: &str,
+    graph: Option<serde_json::Value>,
+) -> serde_json::Value {
     let layers: Vec<_> = (0..n)
         .map(|i| {
             let f = 1.0 + (i * 7 % 5) as f64;
@@ -29,12 +39,16 @@ fn chain(n: usize, mem: f64, schedule: &str, graph: Option<serde_json::Value>) -
     if let Some(g) = graph {
         doc["extensions"] = json!({ "graph": g });
     }
-    Instance::from_json(&doc.to_string()).unwrap()
+    doc
 }
 
+/// The error of reading an instance with the graph extension `nodes`: the extension is
+/// checked with the rest of the file.
 fn graph_error(nodes: serde_json::Value) -> String {
-    let inst = chain(3, 8.0, "1f1b", Some(json!({ "nodes": nodes })));
-    Graph::of(&inst).unwrap_err().to_string()
+    let doc = chain_doc(3, 8.0, "1f1b", Some(json!({ "nodes": nodes })));
+    Instance::from_json(&doc.to_string())
+        .unwrap_err()
+        .to_string()
 }
 
 #[test]

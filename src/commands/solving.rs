@@ -54,6 +54,15 @@ pub fn solve(a: SolveArgs) -> Result<(), Failure> {
                 &u,
             )))
         }
+        // A field of the instance the algorithm reads (an extension, say) is named in its file.
+        Err(SolveError::Input(e)) if e.is_about_instance() && a.from.is_none() => {
+            let file = if a.instance == std::path::Path::new("-") {
+                std::path::Path::new("<stdin>")
+            } else {
+                &a.instance
+            };
+            return Err(e.in_file(file).into());
+        }
         other => other?,
     };
     if let Some(p) = &a.output {

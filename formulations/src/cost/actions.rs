@@ -29,7 +29,8 @@ impl ActionModel {
     }
 
     /// The model of `inst`, or, when its `graph` extension is invalid (reported by
-    /// [`Plan::check`] and by the evaluator), the chain's: recompute = forward, no workspace.
+    /// [`Instance::validate`] when the instance is read), the chain's: recompute = forward, no
+    /// workspace.
     pub fn or_chain(inst: &Instance, chain: &Chain) -> ActionModel {
         ActionModel::of(inst).unwrap_or_else(|_| ActionModel {
             recompute: chain.forward.clone(),

@@ -103,7 +103,7 @@ pub fn in_flight(kind: ScheduleKind, p: usize, s: usize, m: u32) -> u32 {
 /// Cost of every stage of a plan.
 ///
 /// Swap and recompute actions and graph workspaces are costed with [`ActionModel::of`]; an
-/// invalid `graph` extension is reported by [`Plan::check`] and by the evaluator, and is
+/// invalid `graph` extension (reported by [`Instance::validate`] when the instance is read) is
 /// treated here as absent (no workspace, recompute = forward).
 pub fn stage_costs(inst: &Instance, chain: &Chain, plan: &Plan) -> Vec<StageCost> {
     let kind = plan.schedule.kind();
