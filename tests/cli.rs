@@ -411,6 +411,51 @@ fn reproduce_runs_a_small_grid_with_any_two_algorithms() {
     assert!(stderr(&out).contains("\"nope\" is not available"));
 }
 
+/// `reproduce` plans and judges under a calibration like every command that evaluates: with
+/// a terabyte reserved on every GPU, no plan of the grid fits.
+#[test]
+fn reproduce_takes_a_calibration() {
+    let text = std::fs::read_to_string("calibrations/clariden-gh200.json").unwrap();
+    let mut cal: serde_json::Value = serde_json::from_str(&text).unwrap();
+    cal["constants"]["reserved_memory"] = serde_json::json!(1e12);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("reserve.json");
+    std::fs::write(&path, cal.to_string()).unwrap();
+    let grid = |extra: &[&str]| {
+        let mut args = vec![
+            "reproduce",
+            "madpipe-fig7",
+            "--baseline",
+            "uniform",
+            "--reference",
+            "balanced-memory",
+            "--models",
+            "inception-v3",
+            "--gpus",
+            "2",
+            "--memory",
+            "32",
+            "--bandwidth",
+            "12",
+            "--json",
+        ];
+        args.extend_from_slice(extra);
+        let out = pipeplan(&args);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        let points: Vec<serde_json::Value> = serde_json::from_str(&stdout(&out)).unwrap();
+        assert_eq!(points.len(), 1);
+        points.into_iter().next().unwrap()
+    };
+    let plain = grid(&[]);
+    assert!(plain["baseline_period_ms"].as_f64().is_some(), "{plain}");
+    let file = path.display().to_string();
+    let reserved = grid(&["--calibration", &file]);
+    assert!(reserved["baseline_period_ms"].is_null(), "{reserved}");
+    assert!(reserved["reference_period_ms"].is_null(), "{reserved}");
+    let notes = reserved["notes"].to_string();
+    assert!(notes.contains("plan does not fit"), "{notes}");
+}
+
 /// `-` is standard input for instance arguments and standard output for `-o`: import piped into
 /// solve gives the solve of the written file; a malformed standard input is named `<stdin>`.
 #[test]

@@ -114,6 +114,8 @@ pub struct ReproduceArgs {
     #[arg(long, value_name = "SECONDS", default_value = "60", value_parser = crate::args::time_limit)]
     pub time_limit: TimeLimit,
     #[command(flatten)]
+    pub calibration: CalibrationArgs,
+    #[command(flatten)]
     pub out: OutputArgs,
 }
 

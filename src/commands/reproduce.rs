@@ -72,6 +72,7 @@ pub fn madpipe_fig7(a: ReproduceArgs) -> Result<(), Failure> {
         time_limit: a.time_limit.0,
         ..SolveOptions::default()
     };
+    let calibration = a.calibration.read()?;
     let mut grid = Vec::new();
     for model in &a.models {
         for &p in &a.gpus {
@@ -99,7 +100,10 @@ pub fn madpipe_fig7(a: ReproduceArgs) -> Result<(), Failure> {
                 },
                 pcie: None,
             };
-            let inst = generate(&GenerateOptions::new(model, cluster))?;
+            let mut inst = generate(&GenerateOptions::new(model, cluster))?;
+            if let Some(c) = &calibration {
+                inst = inst.calibrated(c);
+            }
             let mut notes = Vec::new();
             let mut get = |algo: &dyn Algorithm| match period(algo, &inst, &opts) {
                 Ok(t) => Some(t),
