@@ -376,9 +376,10 @@ fn validate_checks_every_file() {
     assert_eq!(v[1]["valid"], false);
 }
 
-#[test]
-fn reproduce_runs_a_small_grid_with_any_two_algorithms() {
-    let out = pipeplan(&[
+/// The points of `reproduce madpipe-fig7` with two fast algorithms on Inception-v3 at 32 GiB and
+/// 12 GB/s, on `gpus`, with `extra` arguments.
+fn small_fig7(gpus: &str, extra: &[&str]) -> Vec<serde_json::Value> {
+    let mut args = vec![
         "reproduce",
         "madpipe-fig7",
         "--baseline",
@@ -388,15 +389,22 @@ fn reproduce_runs_a_small_grid_with_any_two_algorithms() {
         "--models",
         "inception-v3",
         "--gpus",
-        "2,4",
+        gpus,
         "--memory",
         "32",
         "--bandwidth",
         "12",
         "--json",
-    ]);
+    ];
+    args.extend_from_slice(extra);
+    let out = pipeplan(&args);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let points: Vec<serde_json::Value> = serde_json::from_str(&stdout(&out)).unwrap();
+    serde_json::from_str(&stdout(&out)).unwrap()
+}
+
+#[test]
+fn reproduce_runs_a_small_grid_with_any_two_algorithms() {
+    let points = small_fig7("2,4", &[]);
     assert_eq!(points.len(), 2);
     for p in &points {
         if let (Some(b), Some(r)) = (
@@ -422,27 +430,7 @@ fn reproduce_takes_a_calibration() {
     let path = dir.path().join("reserve.json");
     std::fs::write(&path, cal.to_string()).unwrap();
     let grid = |extra: &[&str]| {
-        let mut args = vec![
-            "reproduce",
-            "madpipe-fig7",
-            "--baseline",
-            "uniform",
-            "--reference",
-            "balanced-memory",
-            "--models",
-            "inception-v3",
-            "--gpus",
-            "2",
-            "--memory",
-            "32",
-            "--bandwidth",
-            "12",
-            "--json",
-        ];
-        args.extend_from_slice(extra);
-        let out = pipeplan(&args);
-        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-        let points: Vec<serde_json::Value> = serde_json::from_str(&stdout(&out)).unwrap();
+        let points = small_fig7("2", extra);
         assert_eq!(points.len(), 1);
         points.into_iter().next().unwrap()
     };
