@@ -105,21 +105,7 @@ pub(crate) fn read(text: &str) -> Result<Profile, InputError> {
     let f: File = crate::error::parse_json(text, "Piper input object")?;
     let mut ids = check(&f)?;
     let n = f.nodes.len();
-    let mut edges = Vec::with_capacity(f.edges.len());
-    let mut out_bytes = vec![0.0f64; n];
-    let mut consumers = vec![Vec::new(); n];
-    for (k, e) in f.edges.iter().enumerate() {
-        let (a, b) = ids.edge(k, e.source_id, e.dest_id)?;
-        non_negative(
-            || format!("edges[{k}].communicationCost"),
-            "size",
-            e.communication_cost,
-        )?;
-        out_bytes[a] = out_bytes[a].max(e.communication_cost);
-        consumers[a].push(b);
-        edges.push((a, b));
-    }
-
+    let flow = Flow::of(&f, &mut ids)?;
     // Files converted from PipeDream profiles keep PipeDream's node names and milliseconds.
     let pipedream_names = f.nodes.iter().all(|n| {
         n.name
@@ -137,13 +123,12 @@ pub(crate) fn read(text: &str) -> Result<Profile, InputError> {
     } else {
         (0..n).collect()
     };
-    let order = dag::topological_order(n, &edges, &rank).map_err(|cycle| ids.cycle(&cycle))?;
-
+    let order = dag::topological_order(n, &flow.edges, &rank).map_err(|cycle| ids.cycle(&cycle))?;
     let tensors: Vec<Tensor> = (0..n)
         .map(|v| Tensor {
             producer: Some(v),
-            bytes: out_bytes[v],
-            consumers: consumers[v].clone(),
+            bytes: flow.out_bytes[v],
+            consumers: flow.consumers[v].clone(),
         })
         .collect();
     let cut = dag::cut_bytes(&order, n, &tensors);
@@ -167,30 +152,13 @@ pub(crate) fn read(text: &str) -> Result<Profile, InputError> {
             forward,
             backward: total - forward,
             weights: chosen.parameter_size,
-            output: out_bytes[v],
+            output: flow.out_bytes[v],
             saved: Some(chosen.memory_usage_a),
             cut: Some(c),
             tensor_parallel: Vec::new(),
         });
     }
-
-    let unit = if pipedream_names {
-        (
-            1.0,
-            "timePerSample read as milliseconds: every node is named node<number>, so the file \
-             was converted from a PipeDream profile, whose times are ms (as in Piper's \
-             inputs/resnet.json and inputs/gnmt.json), although algo.cpp adds them to seconds."
-                .to_string(),
-        )
-    } else {
-        (
-            1000.0,
-            "timePerSample read as seconds per micro-batch: algo.cpp adds it to bytes / \
-             bandwidth (bytes/s)."
-                .to_string(),
-        )
-    };
-    let mut p = Profile::new("piper", unit);
+    let mut p = Profile::new("piper", time_unit(pipedream_names));
     p.layers = layers;
     p.gpus = Some(f.max_devices as u32);
     p.memory = Some(f.max_memory_per_device);
@@ -221,6 +189,60 @@ pub(crate) fn read(text: &str) -> Result<Profile, InputError> {
         f.mbs_in_batch,
     ));
     Ok(p)
+}
+
+/// The data flow of a Piper file: its edges by node index, and per node the bytes it sends
+/// (its largest out-edge's) and the nodes that read them.
+struct Flow {
+    edges: Vec<(usize, usize)>,
+    out_bytes: Vec<f64>,
+    consumers: Vec<Vec<usize>>,
+}
+
+impl Flow {
+    fn of(f: &File, ids: &mut NodeIds) -> Result<Flow, InputError> {
+        let n = f.nodes.len();
+        let mut edges = Vec::with_capacity(f.edges.len());
+        let mut out_bytes = vec![0.0f64; n];
+        let mut consumers = vec![Vec::new(); n];
+        for (k, e) in f.edges.iter().enumerate() {
+            let (a, b) = ids.edge(k, e.source_id, e.dest_id)?;
+            non_negative(
+                || format!("edges[{k}].communicationCost"),
+                "size",
+                e.communication_cost,
+            )?;
+            out_bytes[a] = out_bytes[a].max(e.communication_cost);
+            consumers[a].push(b);
+            edges.push((a, b));
+        }
+        Ok(Flow {
+            edges,
+            out_bytes,
+            consumers,
+        })
+    }
+}
+
+/// The unit of `timePerSample` (ms per unit) and why: milliseconds in files converted from
+/// PipeDream profiles (every node named `node<number>`), else seconds.
+fn time_unit(pipedream_names: bool) -> (f64, String) {
+    if pipedream_names {
+        (
+            1.0,
+            "timePerSample read as milliseconds: every node is named node<number>, so the file \
+             was converted from a PipeDream profile, whose times are ms (as in Piper's \
+             inputs/resnet.json and inputs/gnmt.json), although algo.cpp adds them to seconds."
+                .to_string(),
+        )
+    } else {
+        (
+            1000.0,
+            "timePerSample read as seconds per micro-batch: algo.cpp adds it to bytes / \
+             bandwidth (bytes/s)."
+                .to_string(),
+        )
+    }
 }
 
 /// Checks the file's counts and every node's TMPCs; returns its node ids.
