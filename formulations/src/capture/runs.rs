@@ -31,7 +31,18 @@ type Measured = BTreeMap<(usize, usize), (f64, u32)>;
 /// Turns raw runs into statistics tables (one per parallelism, degree and batch size). Fails,
 /// naming the field, on malformed runs, and lists exactly which layers lack M_i or M_a.
 pub fn ingest(runs: &[RawRun], layers: usize, field: &str) -> Result<Vec<StatTable>, InputError> {
-    // Sums and counts of PM(first, last) per table.
+    peaks(runs, layers, field)?
+        .into_iter()
+        .map(|(key, sums)| table(key, sums, layers, field))
+        .collect()
+}
+
+/// The runs checked, and their peaks summed and counted per table and stage range.
+fn peaks(
+    runs: &[RawRun],
+    layers: usize,
+    field: &str,
+) -> Result<BTreeMap<Key, Measured>, InputError> {
     let mut pm: BTreeMap<Key, Measured> = BTreeMap::new();
     for (r, run) in runs.iter().enumerate() {
         let f = |name: &str| format!("{field}[{r}].{name}");
@@ -83,66 +94,73 @@ pub fn ingest(runs: &[RawRun], layers: usize, field: &str) -> Result<Vec<StatTab
             e.1 += 1;
         }
     }
-    let mut tables = Vec::new();
-    for ((par, degree, bits), sums) in pm {
-        let batch = f64::from_bits(bits);
-        let mean: BTreeMap<(usize, usize), f64> = sums
-            .into_iter()
-            .map(|(k, (s, c))| (k, s / c as f64))
-            .collect();
-        let mut m_i = vec![f64::NAN; layers];
-        let mut a_sum = vec![0.0; layers];
-        let mut a_cnt = vec![0u32; layers];
-        for (&(a, b), &v) in &mean {
-            if a == b {
-                m_i[a] = v;
-            }
-            if b > a {
-                if let Some(&prev) = mean.get(&(a, b - 1)) {
-                    a_sum[b] += v - prev;
-                    a_cnt[b] += 1;
-                }
+    Ok(pm)
+}
+
+/// The statistics table of one (parallelism, degree, batch): M_i(l) = PM(l, l), M_a(l) = mean
+/// over starts a of PM(a, l) - PM(a, l - 1); fails naming the layers without data.
+fn table(
+    (par, degree, bits): Key,
+    sums: Measured,
+    layers: usize,
+    field: &str,
+) -> Result<StatTable, InputError> {
+    let batch = f64::from_bits(bits);
+    let mean: BTreeMap<(usize, usize), f64> = sums
+        .into_iter()
+        .map(|(k, (s, c))| (k, s / c as f64))
+        .collect();
+    let mut m_i = vec![f64::NAN; layers];
+    let mut a_sum = vec![0.0; layers];
+    let mut a_cnt = vec![0u32; layers];
+    for (&(a, b), &v) in &mean {
+        if a == b {
+            m_i[a] = v;
+        }
+        if b > a {
+            if let Some(&prev) = mean.get(&(a, b - 1)) {
+                a_sum[b] += v - prev;
+                a_cnt[b] += 1;
             }
         }
-        let missing_i: Vec<usize> = (0..layers).filter(|&l| m_i[l].is_nan()).collect();
-        let missing_a: Vec<usize> = (1..layers).filter(|&l| a_cnt[l] == 0).collect();
-        if !missing_i.is_empty() || !missing_a.is_empty() {
-            let mut parts = Vec::new();
-            if !missing_i.is_empty() {
-                parts.push(format!(
-                    "no M_i (no stage holding the layer alone) for layers {}",
-                    list(&missing_i)
-                ));
-            }
-            if !missing_a.is_empty() {
-                parts.push(format!(
-                    "no M_a (no two stages from one start ending at l - 1 and l) for layers {}",
-                    list(&missing_a)
-                ));
-            }
-            return Err(InputError::field(
-                field,
-                format!("{par} degree {degree} batch {batch}: {}", parts.join("; ")),
+    }
+    let missing_i: Vec<usize> = (0..layers).filter(|&l| m_i[l].is_nan()).collect();
+    let missing_a: Vec<usize> = (1..layers).filter(|&l| a_cnt[l] == 0).collect();
+    if !missing_i.is_empty() || !missing_a.is_empty() {
+        let mut parts = Vec::new();
+        if !missing_i.is_empty() {
+            parts.push(format!(
+                "no M_i (no stage holding the layer alone) for layers {}",
+                list(&missing_i)
             ));
         }
-        let m_a = (0..layers)
-            .map(|l| {
-                if a_cnt[l] == 0 {
-                    0.0
-                } else {
-                    a_sum[l] / a_cnt[l] as f64
-                }
-            })
-            .collect();
-        tables.push(StatTable {
-            parallelism: par,
-            degree,
-            batch,
-            m_i,
-            m_a,
-        });
+        if !missing_a.is_empty() {
+            parts.push(format!(
+                "no M_a (no two stages from one start ending at l - 1 and l) for layers {}",
+                list(&missing_a)
+            ));
+        }
+        return Err(InputError::field(
+            field,
+            format!("{par} degree {degree} batch {batch}: {}", parts.join("; ")),
+        ));
     }
-    Ok(tables)
+    let m_a = (0..layers)
+        .map(|l| {
+            if a_cnt[l] == 0 {
+                0.0
+            } else {
+                a_sum[l] / a_cnt[l] as f64
+            }
+        })
+        .collect();
+    Ok(StatTable {
+        parallelism: par,
+        degree,
+        batch,
+        m_i,
+        m_a,
+    })
 }
 
 fn list(v: &[usize]) -> String {
