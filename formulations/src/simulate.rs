@@ -8,7 +8,7 @@
 //! resource (GPU or link) running two operations at once, and the exact memory of every GPU over
 //! the period. [`unroll`] lists concrete operations for people and for cross-checks.
 
-use crate::cost::{cut_costs, stage_costs};
+use crate::cost::{cut_costs, stage_costs, CutCost, StageCost};
 use crate::instance::Instance;
 use crate::plan::{OpKind, Pattern, PatternOp, Plan};
 use std::collections::BTreeMap;
@@ -160,8 +160,19 @@ impl TimedOp {
 /// device groups.
 pub fn plan_operations(inst: &Instance, plan: &Plan) -> BTreeMap<OpId, (f64, Vec<ResourceId>)> {
     let chain = inst.chain();
-    let costs = stage_costs(inst, &chain, plan);
-    let cuts = cut_costs(inst, &chain, plan);
+    operations_of(
+        plan,
+        &stage_costs(inst, &chain, plan),
+        &cut_costs(inst, &chain, plan),
+    )
+}
+
+/// [`plan_operations`] from the plan's stage and cut costs.
+fn operations_of(
+    plan: &Plan,
+    costs: &[StageCost],
+    cuts: &[CutCost],
+) -> BTreeMap<OpId, (f64, Vec<ResourceId>)> {
     let mut ops = BTreeMap::new();
     for (s, c) in costs.iter().enumerate() {
         let gpus: Vec<ResourceId> = plan.stages[s]
@@ -201,7 +212,21 @@ pub fn simulate(
     plan: &Plan,
     pattern: &Pattern,
 ) -> Result<SimReport, ScheduleViolation> {
-    let needed = plan_operations(inst, plan);
+    let chain = inst.chain();
+    let costs = stage_costs(inst, &chain, plan);
+    let cuts = cut_costs(inst, &chain, plan);
+    simulate_costed(inst, plan, pattern, &costs, &cuts)
+}
+
+/// [`simulate`] with the plan's stage and cut costs already computed (the evaluator has them).
+pub fn simulate_costed(
+    inst: &Instance,
+    plan: &Plan,
+    pattern: &Pattern,
+    costs: &[StageCost],
+    cuts: &[CutCost],
+) -> Result<SimReport, ScheduleViolation> {
+    let needed = operations_of(plan, costs, cuts);
     let t = pattern.period;
     if !(t.is_finite() && t > 0.0) {
         return Err(ScheduleViolation::BadPeriod(t));
@@ -210,7 +235,7 @@ pub fn simulate(
     let timed = pattern_ops(plan, pattern, &needed, tol)?;
     check_dependencies(&timed, plan.stages.len(), t, tol)?;
     let busy = check_resources(&timed, t, tol)?;
-    let (in_flight, peak_activations) = activations(inst, plan, &timed, t, tol);
+    let (in_flight, peak_activations) = activations(inst, plan, costs, &timed, t, tol);
     Ok(SimReport {
         period: t,
         peak_activations,
@@ -364,14 +389,13 @@ fn check_resources(
 fn activations(
     inst: &Instance,
     plan: &Plan,
+    costs: &[StageCost],
     timed: &BTreeMap<OpId, TimedOp>,
     t: f64,
     tol: f64,
 ) -> (Vec<u32>, Vec<f64>) {
     let n = plan.stages.len();
     let id = |op, stage| OpId { op, stage };
-    let chain = inst.chain();
-    let costs = stage_costs(inst, &chain, plan);
     let mut lifetimes = Vec::with_capacity(n);
     for s in 0..n {
         let f = &timed[&id(OpKind::F, s)];

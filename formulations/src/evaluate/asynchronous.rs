@@ -3,19 +3,19 @@
 //! the simulator, which measures the activations in flight.
 
 use super::{activations_by_gpu, describe_resource, least_period, star_to_pattern, Timing};
-use crate::cost::StageCost;
+use crate::cost::{CutCost, StageCost};
 use crate::error::InputError;
 use crate::instance::Instance;
 use crate::one_f_one_b_star::{one_f_one_b_star, Resource};
 use crate::plan::{Pattern, Plan};
-use crate::simulate::simulate;
+use crate::simulate::simulate_costed;
 
 /// Timing of `plan` under `Schedule::Async { period, pattern }`, whose resources are `resources`
-/// (`resource_of_stage[s]`: stage s's).
+/// (`resource_of_stage[s]`: stage s's), with the stage and cut costs the evaluator computed.
 pub(super) fn timing(
     inst: &Instance,
     plan: &Plan,
-    costs: &[StageCost],
+    (costs, cuts): (&[StageCost], &[CutCost]),
     resources: &[Resource],
     resource_of_stage: &[usize],
     period: Option<f64>,
@@ -55,7 +55,7 @@ pub(super) fn timing(
     let busy: f64 = (0..n)
         .map(|s| plan.stages[s].gpus.len() as f64 * resources[resource_of_stage[s]].load())
         .sum();
-    Ok(match simulate(inst, plan, &pattern) {
+    Ok(match simulate_costed(inst, plan, &pattern, costs, cuts) {
         Ok(rep) => Timing {
             in_flight: rep.in_flight,
             activations: rep.peak_activations,

@@ -147,10 +147,6 @@ pub fn evaluate(inst: &Instance, plan: &Plan) -> Result<Evaluation, InputError> 
             return Ok(ev);
         }
     }
-    if crate::cost::ActionModel::needed(inst, plan) {
-        // Swap/recompute costs and workspaces come from the `graph` extension: reject a bad one.
-        crate::cost::ActionModel::of(inst)?;
-    }
     let chain = inst.chain();
     let costs = stage_costs(inst, &chain, plan);
     let cuts = cut_costs(inst, &chain, plan);
@@ -170,7 +166,7 @@ pub fn evaluate(inst: &Instance, plan: &Plan) -> Result<Evaluation, InputError> 
         Schedule::Async { period, pattern } => asynchronous::timing(
             inst,
             plan,
-            &costs,
+            (&costs, &cuts),
             &resources,
             &resource_of_stage,
             *period,
