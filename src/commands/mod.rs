@@ -115,7 +115,7 @@ impl OutputArgs {
 }
 
 /// Reads an instance file; `-` reads standard input (so `pipeplan import ... | pipeplan solve -
-/// ...` runs without a file in between), named `<stdin>` in errors.
+/// ...` runs without a file in between), named `<stdin>` in errors ([`instance_name`]).
 pub fn read_instance(path: &Path) -> Result<pipeplan_formulations::Instance, InputError> {
     use std::io::Read;
     if path != Path::new("-") {
@@ -125,10 +125,19 @@ pub fn read_instance(path: &Path) -> Result<pipeplan_formulations::Instance, Inp
     std::io::stdin()
         .read_to_string(&mut text)
         .map_err(|e| InputError::Io {
-            path: "<stdin>".into(),
+            path: instance_name(path).display().to_string(),
             message: e.to_string(),
         })?;
-    pipeplan_formulations::Instance::from_json(&text).map_err(|e| e.in_file(Path::new("<stdin>")))
+    pipeplan_formulations::Instance::from_json(&text).map_err(|e| e.in_file(instance_name(path)))
+}
+
+/// How errors name the instance argument `path`: `<stdin>` for `-`, else the path.
+pub fn instance_name(path: &Path) -> &Path {
+    if path == Path::new("-") {
+        Path::new("<stdin>")
+    } else {
+        path
+    }
 }
 
 impl CalibrationArgs {

@@ -56,12 +56,7 @@ pub fn solve(a: SolveArgs) -> Result<(), Failure> {
         }
         // A field of the instance the algorithm reads (an extension, say) is named in its file.
         Err(SolveError::Input(e)) if e.is_about_instance() && a.from.is_none() => {
-            let file = if a.instance == std::path::Path::new("-") {
-                std::path::Path::new("<stdin>")
-            } else {
-                &a.instance
-            };
-            return Err(e.in_file(file).into());
+            return Err(e.in_file(super::instance_name(&a.instance)).into());
         }
         other => other?,
     };

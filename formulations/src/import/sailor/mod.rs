@@ -32,7 +32,7 @@ pub use states::{optimizer_states, sizes_note};
 
 use crate::error::InputError;
 use crate::instance::{Bandwidth, Cluster, Instance, Model, ScheduleKind, Training, FORMAT};
-use machines::{machines, Machines};
+use machines::machines;
 use profile::{degrees, precision_of, profile_at, sizes_of};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -169,14 +169,7 @@ pub fn import(
         ));
     };
     let (layers, input) = profile::layers(by_tp, sizes, &degrees, sel, &model, layers_n)?;
-    let Machines {
-        gpus_per_node,
-        memory,
-        intra,
-        inter,
-        node_size_from,
-        intra_from,
-    } = machines(&cluster_cfg, &intra_bw, &inter_bw, sel)?;
+    let m = machines(&cluster_cfg, &intra_bw, &inter_bw, sel)?;
     let name = name.map_or_else(
         || format!("sailor-{model}-{gpu}-{}n-mbs{}", sel.nodes, sel.micro_batch),
         str::to_string,
@@ -199,7 +192,7 @@ pub fn import(
             degrees.iter().filter(|&&d| d > 1).collect::<Vec<_>>()),
         sizes_note(precision),
         format!("Optimizer {optimizer_note} (optimizer_state_factor {state_factor})."),
-        format!("Cluster: {} nodes of {gpus_per_node} {gpu} ({node_size_from}); bandwidths are the saturation values of Sailor's fitted curves (intra-node {:.1} GB/s, inter-node {:.1} GB/s per GPU){intra_from}.", sel.nodes, intra / 1e9, inter / 1e9),
+        format!("Cluster: {} nodes of {} {gpu} ({}); bandwidths are the saturation values of Sailor's fitted curves (intra-node {:.1} GB/s, inter-node {:.1} GB/s per GPU){}.", sel.nodes, m.gpus_per_node, m.node_size_from, m.intra / 1e9, m.inter / 1e9, m.intra_from),
         format!("Batch: global batch {global_batch} (training config) in micro-batches of {}.", sel.micro_batch),
     ];
     let mut source = notes.join(" ");
@@ -219,13 +212,13 @@ pub fn import(
             layers,
         },
         cluster: Cluster {
-            gpus: sel.nodes * gpus_per_node,
-            gpus_per_node: Some(gpus_per_node),
+            gpus: sel.nodes * m.gpus_per_node,
+            gpus_per_node: Some(m.gpus_per_node),
             gpu: Some(gpu.to_string()),
-            memory,
+            memory: m.memory,
             bandwidth: Bandwidth {
-                intra_node: intra,
-                inter_node: Some(inter),
+                intra_node: m.intra,
+                inter_node: Some(m.inter),
             },
             pcie: None,
         },
