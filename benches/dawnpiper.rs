@@ -44,7 +44,7 @@ fn graph(n: usize) -> Instance {
 /// notice).
 fn peer_operator_graph(memory_gib: f64) -> Option<Instance> {
     use pipeplan_formulations::import::{import_file, ImportOptions, Source};
-    use pipeplan_formulations::instance::{Bandwidth, Cluster};
+    use pipeplan_formulations::instance::Cluster;
     let what = "dawnpiper/operator-graph/8-stages";
     let dir = pipeplan_formulations::peers::subdir("dnn-partitioning", what)?;
     let mut best: Option<(u64, std::path::PathBuf)> = None;
@@ -70,15 +70,8 @@ fn peer_operator_graph(memory_gib: f64) -> Option<Instance> {
         return None;
     };
     let opts = ImportOptions::new(Cluster {
-        gpus: 8,
-        gpus_per_node: None,
-        gpu: None,
-        memory: memory_gib * 1024f64.powi(3),
-        bandwidth: Bandwidth {
-            intra_node: 1.5e11,
-            inter_node: None,
-        },
         pcie: Some(1.2e10),
+        ..Cluster::single_node(8, memory_gib * 1024f64.powi(3), 1.5e11)
     });
     match import_file(Source::DnnPartitioning, &path, &opts) {
         Ok(inst) => {

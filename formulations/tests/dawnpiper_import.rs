@@ -5,22 +5,15 @@
 use pipeplan_formulations::dawnpiper::balance::Model;
 use pipeplan_formulations::dawnpiper::graph::Graph;
 use pipeplan_formulations::import::{import_file, ImportOptions, Source};
-use pipeplan_formulations::instance::{Bandwidth, Cluster, ScheduleKind};
+use pipeplan_formulations::instance::{Cluster, ScheduleKind};
 use pipeplan_formulations::peers;
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 
 fn opts() -> ImportOptions {
     ImportOptions::new(Cluster {
-        gpus: 2,
-        gpus_per_node: None,
-        gpu: None,
-        memory: 8.0 * 1024f64.powi(3),
-        bandwidth: Bandwidth {
-            intra_node: 100e9,
-            inter_node: None,
-        },
         pcie: Some(12e9),
+        ..Cluster::single_node(2, 8.0 * 1024f64.powi(3), 100e9)
     })
 }
 

@@ -6,7 +6,7 @@ use pipeplan_formulations::evaluate::evaluate;
 use pipeplan_formulations::generate::{
     generate, models, network, shipped, Device, GenerateOptions, Optimizer,
 };
-use pipeplan_formulations::instance::{Bandwidth, Cluster, Instance, Precision, ScheduleKind};
+use pipeplan_formulations::instance::{Cluster, Instance, Precision, ScheduleKind};
 use pipeplan_formulations::plan::{Plan, Schedule};
 use pipeplan_formulations::InputError;
 use std::collections::BTreeSet;
@@ -15,17 +15,7 @@ use std::path::PathBuf;
 const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
 
 fn cluster(gpus: u32, gib: f64) -> Cluster {
-    Cluster {
-        gpus,
-        gpus_per_node: None,
-        gpu: None,
-        memory: gib * GIB,
-        bandwidth: Bandwidth {
-            intra_node: 12e9,
-            inter_node: None,
-        },
-        pcie: None,
-    }
+    Cluster::single_node(gpus, gib * GIB, 12e9)
 }
 
 fn opts(model: &str) -> GenerateOptions {

@@ -2,7 +2,7 @@
 //! cuts above all, were computed by hand.
 
 use pipeplan_formulations::import::{import, import_file, ImportOptions, Source};
-use pipeplan_formulations::instance::{Bandwidth, Cluster, Instance, Precision};
+use pipeplan_formulations::instance::{Cluster, Instance, Precision};
 use std::path::{Path, PathBuf};
 
 fn fixture(rel: &str) -> PathBuf {
@@ -16,17 +16,7 @@ fn read(rel: &str) -> String {
 }
 
 fn cluster() -> Cluster {
-    Cluster {
-        gpus: 2,
-        gpus_per_node: None,
-        gpu: None,
-        memory: 8e9,
-        bandwidth: Bandwidth {
-            intra_node: 10e9,
-            inter_node: None,
-        },
-        pcie: None,
-    }
+    Cluster::single_node(2, 8e9, 10e9)
 }
 
 fn opts() -> ImportOptions {

@@ -12,17 +12,10 @@ mod dawnpiper_common;
 use dawnpiper_common::{objective, with};
 
 fn operator_graph_options(memory_gib: f64) -> pipeplan_formulations::import::ImportOptions {
-    use pipeplan_formulations::instance::{Bandwidth, Cluster};
+    use pipeplan_formulations::instance::Cluster;
     pipeplan_formulations::import::ImportOptions::new(Cluster {
-        gpus: 8,
-        gpus_per_node: None,
-        gpu: None,
-        memory: memory_gib * 1073741824.0,
-        bandwidth: Bandwidth {
-            intra_node: 12e9,
-            inter_node: None,
-        },
         pcie: Some(12e9),
+        ..Cluster::single_node(8, memory_gib * 1073741824.0, 12e9)
     })
 }
 

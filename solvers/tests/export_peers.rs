@@ -12,7 +12,7 @@
 use pipeplan_formulations::export::{export, Format, RuntimePlan};
 use pipeplan_formulations::galvatron::import::import;
 use pipeplan_formulations::import::{import_file, ImportOptions, Source};
-use pipeplan_formulations::instance::{Bandwidth, Cluster, Instance};
+use pipeplan_formulations::instance::{Cluster, Instance};
 use pipeplan_formulations::peers;
 use pipeplan_formulations::plan_from::{PlanFormat, ReadOptions};
 use pipeplan_solvers::madpipe::pipedream::{
@@ -104,17 +104,7 @@ fn vgg16(what: &str) -> Option<(Instance, PathBuf)> {
 
 /// `gpus` GPUs with PipeDream's optimizer defaults: 1 GB/s, 16 GB.
 fn optimizer_cluster(gpus: u32) -> ImportOptions {
-    ImportOptions::new(Cluster {
-        gpus,
-        gpus_per_node: None,
-        gpu: None,
-        memory: 16e9,
-        bandwidth: Bandwidth {
-            intra_node: 1e9,
-            inter_node: None,
-        },
-        pcie: None,
-    })
+    ImportOptions::new(Cluster::single_node(gpus, 16e9, 1e9))
 }
 
 /// A partitioned graph naming each layer's module (what PipeDream's code generator reads).

@@ -29,7 +29,7 @@
 //! plans are judged at their valid 1F1B* period.
 
 use pipeplan_formulations::import::{import, import_file, ImportOptions, Source};
-use pipeplan_formulations::instance::{Bandwidth, Cluster, Instance};
+use pipeplan_formulations::instance::{Cluster, Instance};
 use pipeplan_formulations::peers;
 use pipeplan_solvers::harness::run;
 use pipeplan_solvers::madpipe::pipedream::{
@@ -61,17 +61,7 @@ fn files(dir: &Path, keep: &dyn Fn(&Path) -> bool) -> Vec<PathBuf> {
 
 /// PipeDream's optimizer defaults: `-b 1000000000` bytes/s, `-s 16000000000` bytes.
 fn pipedream_cluster(gpus: u32) -> ImportOptions {
-    ImportOptions::new(Cluster {
-        gpus,
-        gpus_per_node: None,
-        gpu: None,
-        memory: 16e9,
-        bandwidth: Bandwidth {
-            intra_node: 1e9,
-            inter_node: None,
-        },
-        pcie: None,
-    })
+    ImportOptions::new(Cluster::single_node(gpus, 16e9, 1e9))
 }
 
 fn config(inst: &Instance, machines: usize, replicate: bool) -> PdConfig {

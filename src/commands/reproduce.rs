@@ -12,7 +12,7 @@ use crate::cli::ReproduceArgs;
 use crate::report;
 use crate::table::Table;
 use pipeplan_formulations::generate::{generate, GenerateOptions};
-use pipeplan_formulations::instance::{Bandwidth, Cluster};
+use pipeplan_formulations::instance::Cluster;
 use pipeplan_solvers::algorithm::{Algorithm, SolveOptions};
 use pipeplan_solvers::{harness, registry};
 use rayon::prelude::*;
@@ -89,17 +89,7 @@ pub fn madpipe_fig7(a: ReproduceArgs) -> Result<(), Failure> {
         .par_iter()
         .map(|(model, p, m, b)| -> Result<Point, Failure> {
             let _tick = Tick(&progress);
-            let cluster = Cluster {
-                gpus: *p,
-                gpus_per_node: None,
-                gpu: None,
-                memory: m * GIB,
-                bandwidth: Bandwidth {
-                    intra_node: b * 1e9,
-                    inter_node: None,
-                },
-                pcie: None,
-            };
+            let cluster = Cluster::single_node(*p, m * GIB, b * 1e9);
             let mut inst = generate(&GenerateOptions::new(model, cluster))?;
             if let Some(c) = &calibration {
                 inst = inst.calibrated(c);

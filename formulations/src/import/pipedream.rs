@@ -466,20 +466,10 @@ fn infer_batch(nodes: &[Node], inputs: &[usize]) -> Option<(u32, String)> {
 #[cfg(test)]
 mod tests {
     use crate::import::{import, ImportOptions, Source};
-    use crate::instance::{Bandwidth, Cluster};
+    use crate::instance::Cluster;
 
     fn opts() -> ImportOptions {
-        ImportOptions::new(Cluster {
-            gpus: 4,
-            gpus_per_node: None,
-            gpu: None,
-            memory: 16e9,
-            bandwidth: Bandwidth {
-                intra_node: 10e9,
-                inter_node: None,
-            },
-            pcie: None,
-        })
+        ImportOptions::new(Cluster::single_node(4, 16e9, 10e9))
     }
 
     fn err(text: &str) -> String {

@@ -6,7 +6,7 @@
 
 use super::{import_file, ImportOptions, Source};
 use crate::error::InputError;
-use crate::instance::{Bandwidth, Cluster, Instance, ScheduleKind};
+use crate::instance::{Cluster, Instance, ScheduleKind};
 use crate::units::{parse_quantity, Dimension};
 use std::path::PathBuf;
 
@@ -47,17 +47,11 @@ impl ClusterSpec {
             .bandwidth
             .as_deref()
             .ok_or_else(|| missing("--bandwidth", "12GB/s"))?;
-        let mut cluster = Cluster {
+        let mut cluster = Cluster::single_node(
             gpus,
-            gpus_per_node: None,
-            gpu: None,
-            memory: quantity("--memory", memory, Dimension::Size)?,
-            bandwidth: Bandwidth {
-                intra_node: quantity("--bandwidth", bandwidth, Dimension::Bandwidth)?,
-                inter_node: None,
-            },
-            pcie: None,
-        };
+            quantity("--memory", memory, Dimension::Size)?,
+            quantity("--bandwidth", bandwidth, Dimension::Bandwidth)?,
+        );
         self.apply_optional(&mut cluster)?;
         Ok(cluster)
     }
@@ -152,17 +146,7 @@ impl ImportRequest {
         let cluster = if from_file {
             // Placeholder fields the profile replaces; the fields the user gives override the
             // profile after the import.
-            Cluster {
-                gpus: 1,
-                gpus_per_node: None,
-                gpu: None,
-                memory: 1.0,
-                bandwidth: Bandwidth {
-                    intra_node: 1.0,
-                    inter_node: None,
-                },
-                pcie: None,
-            }
+            Cluster::single_node(1, 1.0, 1.0)
         } else {
             self.cluster.cluster()?
         };

@@ -1,21 +1,11 @@
 //! The dnn-partitioning reader on small hand-made graphs.
 
 use crate::import::{import, ImportOptions, Source};
-use crate::instance::{Bandwidth, Cluster};
+use crate::instance::Cluster;
 use serde_json::{json, Value};
 
 fn opts() -> ImportOptions {
-    ImportOptions::new(Cluster {
-        gpus: 2,
-        gpus_per_node: None,
-        gpu: None,
-        memory: 8e9,
-        bandwidth: Bandwidth {
-            intra_node: 10e9,
-            inter_node: None,
-        },
-        pcie: None,
-    })
+    ImportOptions::new(Cluster::single_node(2, 8e9, 10e9))
 }
 
 fn node(id: i64, lat: f64, back: bool, class: i64, size: f64) -> Value {
