@@ -12,7 +12,7 @@ use headless_chrome::protocol::cdp::Runtime::ConsoleAPICalledEventTypeOption;
 use headless_chrome::{Browser, LaunchOptions};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
-use support::{pipeplan, shipped_str, stderr};
+use support::{ok, shipped_str};
 
 /// The Chromium binary: `$CHROME`, else the first of the usual names on the PATH.
 fn chromium() -> Option<PathBuf> {
@@ -46,7 +46,7 @@ fn report_loads_sorts_and_draws_in_chromium() {
     };
     let dir = tempfile::tempdir().unwrap();
     let page = dir.path().join("report.html");
-    let out = pipeplan(&[
+    ok(&[
         "compare",
         &shipped_str("resnet50-1000px-b8-4gpu-8gib.json"),
         &shipped_str("bert-large-s512-b8-8gpu-8gib.json"),
@@ -55,7 +55,6 @@ fn report_loads_sorts_and_draws_in_chromium() {
         "--html",
         page.to_str().unwrap(),
     ]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let html = std::fs::read_to_string(&page).unwrap();
     // Self-contained: nothing loaded from elsewhere (the SVG namespace URI is only a name).
     for fetch in [

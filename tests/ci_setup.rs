@@ -4,8 +4,10 @@
 //! do not count, and with only those the build dies in HiGHS's bindgen step. The Python check
 //! (python3-venv) is tested against fake interpreters.
 
+mod support;
+
 use std::path::Path;
-use std::process::Command;
+use support::setup::{executable, listed, setup};
 
 /// What `.ci/setup --check` would install with `dirs` as the only library folders.
 fn would_install(dirs: &[&Path], libclang_path: Option<&Path>) -> Vec<String> {
@@ -14,25 +16,13 @@ fn would_install(dirs: &[&Path], libclang_path: Option<&Path>) -> Vec<String> {
         .map(|d| d.display().to_string())
         .collect::<Vec<_>>()
         .join(":");
-    let mut cmd = Command::new("bash");
-    cmd.arg(Path::new(env!("CARGO_MANIFEST_DIR")).join(".ci/setup"))
-        .arg("--check")
-        .env("PIPEPLAN_SETUP_LIBDIRS", joined)
+    let mut cmd = setup(&["--check"]);
+    cmd.env("PIPEPLAN_SETUP_LIBDIRS", joined)
         .env_remove("LIBCLANG_PATH");
     if let Some(p) = libclang_path {
         cmd.env("LIBCLANG_PATH", p);
     }
-    let out = cmd.output().expect("bash runs .ci/setup");
-    assert!(
-        out.status.success(),
-        "setup --check failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .map(str::to_owned)
-        .collect()
+    listed(&mut cmd)
 }
 
 /// A temporary library folder holding empty files with these names.
@@ -81,27 +71,16 @@ fn any_listed_folder_counts_and_libclang_path_is_honoured() {
 
 /// What `.ci/setup --check` would install with `python` as the interpreter it probes.
 fn would_install_with_python(python: &Path) -> Vec<String> {
-    let out = Command::new("bash")
-        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join(".ci/setup"))
-        .arg("--check")
-        .env("PIPEPLAN_SETUP_PYTHON", python)
-        .output()
-        .expect("bash runs .ci/setup");
-    assert!(out.status.success());
-    String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .map(str::to_owned)
-        .collect()
+    listed(setup(&["--check"]).env("PIPEPLAN_SETUP_PYTHON", python))
 }
 
 /// A fake interpreter: a script that exits with `code` whatever it is asked.
 fn fake_python(dir: &Path, code: i32) -> std::path::PathBuf {
-    use std::os::unix::fs::PermissionsExt;
-    let p = dir.join(format!("python-exit-{code}"));
-    std::fs::write(&p, format!("#!/bin/sh\nexit {code}\n")).unwrap();
-    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
-    p
+    executable(
+        dir,
+        &format!("python-exit-{code}"),
+        &format!("exit {code}\n"),
+    )
 }
 
 #[test]
@@ -116,34 +95,18 @@ fn python_without_venv_or_missing_needs_python3_venv() {
 
 #[test]
 fn unknown_flags_are_rejected() {
-    let out = Command::new("bash")
-        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join(".ci/setup"))
-        .arg("--install-everything")
-        .output()
-        .unwrap();
+    let out = setup(&["--install-everything"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("usage"));
 }
 
 /// What `.ci/setup --check --browser` would install with only `bin` on the PATH.
 fn would_install_for_browser(bin: &Path) -> Vec<String> {
-    let out = Command::new("/bin/bash")
-        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join(".ci/setup"))
-        .args(["--check", "--browser"])
-        .env("PATH", bin)
-        .env("PIPEPLAN_SETUP_LIBDIRS", "")
-        .output()
-        .expect("bash runs .ci/setup");
-    assert!(
-        out.status.success(),
-        "setup --check --browser failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .map(str::to_owned)
-        .collect()
+    listed(
+        setup(&["--check", "--browser"])
+            .env("PATH", bin)
+            .env("PIPEPLAN_SETUP_LIBDIRS", ""),
+    )
 }
 
 #[test]
@@ -151,19 +114,15 @@ fn browser_flag_installs_chromium_only_when_absent() {
     let bin = tempfile::tempdir().unwrap();
     let need = would_install_for_browser(bin.path());
     assert!(need.contains(&"chromium".to_string()), "{need:?}");
-    let fake = bin.path().join("chromium");
-    std::fs::write(&fake, "#!/bin/sh\n").unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    executable(bin.path(), "chromium", "");
     let need = would_install_for_browser(bin.path());
     assert!(!need.contains(&"chromium".to_string()), "{need:?}");
     // Without the flag Chromium is never installed.
-    let out = Command::new("/bin/bash")
-        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join(".ci/setup"))
-        .arg("--check")
-        .env("PATH", tempfile::tempdir().unwrap().path())
-        .env("PIPEPLAN_SETUP_LIBDIRS", "")
-        .output()
-        .unwrap();
-    assert!(!String::from_utf8_lossy(&out.stdout).contains("chromium"));
+    let empty = tempfile::tempdir().unwrap();
+    let need = listed(
+        setup(&["--check"])
+            .env("PATH", empty.path())
+            .env("PIPEPLAN_SETUP_LIBDIRS", ""),
+    );
+    assert!(!need.contains(&"chromium".to_string()), "{need:?}");
 }

@@ -4,7 +4,7 @@ mod support;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use support::{pipeplan, root, shipped, stderr, stdout};
+use support::{ok, ok_json, pipeplan, root, shipped, stderr, stdout};
 
 const SMALL: &str = "resnet50-1000px-b8-4gpu-8gib.json";
 const SYNC: &str = "gpt3-2.6b-s2048-b1-8gpu-40gib.json";
@@ -139,8 +139,7 @@ fn bad_options_exit_2_naming_the_option() {
 
 #[test]
 fn compare_table_labels_claimed_and_evaluated() {
-    let out = pipeplan(&["compare", p(&shipped(SMALL)), "--wide"]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let out = ok(&["compare", p(&shipped(SMALL)), "--wide"]);
     let text = stdout(&out);
     for name in pipeplan_solvers::registry::names() {
         assert!(text.contains(name), "{name} missing from\n{text}");
@@ -161,7 +160,7 @@ fn compare_table_labels_claimed_and_evaluated() {
 #[test]
 fn compare_json_and_csv_carry_claimed_and_evaluated() {
     let insts = [shipped(SMALL), shipped(SYNC)];
-    let out = pipeplan(&[
+    let out = ok(&[
         "compare",
         p(&insts[0]),
         p(&insts[1]),
@@ -169,7 +168,6 @@ fn compare_json_and_csv_carry_claimed_and_evaluated() {
         "balanced-time,ilp-balanced-time,uniform",
         "--json",
     ]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let rows: Vec<serde_json::Value> = serde_json::from_str(&stdout(&out)).unwrap();
     assert_eq!(rows.len(), 6);
     for r in &rows {
@@ -213,7 +211,7 @@ fn solve_json_round_trips_through_evaluate() {
     let dir = tempfile::tempdir().unwrap();
     let sol_path = dir.path().join("sol.json");
     let inst = shipped(SYNC);
-    let out = pipeplan(&[
+    let sol: serde_json::Value = ok_json(&[
         "solve",
         p(&inst),
         "--algo",
@@ -222,8 +220,6 @@ fn solve_json_round_trips_through_evaluate() {
         "-o",
         p(&sol_path),
     ]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let sol: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
     let saved: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&sol_path).unwrap()).unwrap();
     assert_eq!(sol["plan"], saved["plan"]);
@@ -234,9 +230,7 @@ fn solve_json_round_trips_through_evaluate() {
     let plan_path = dir.path().join("plan.json");
     std::fs::write(&plan_path, sol["plan"].to_string()).unwrap();
     for file in [&sol_path, &plan_path] {
-        let out = pipeplan(&["evaluate", p(file), p(&inst), "--json"]);
-        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-        let ev: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+        let ev: serde_json::Value = ok_json(&["evaluate", p(file), p(&inst), "--json"]);
         assert_eq!(ev, sol["evaluated"]);
     }
     // A plan that does not cover the chain is bad input.
@@ -303,7 +297,7 @@ fn import_and_generate_write_valid_instances() {
     let dir = tempfile::tempdir().unwrap();
     let graph = root().join("formulations/tests/fixtures/import/pipedream/skip.txt");
     let out_path = dir.path().join("imported.json");
-    let out = pipeplan(&[
+    ok(&[
         "import",
         "--from",
         "pipedream",
@@ -317,16 +311,14 @@ fn import_and_generate_write_valid_instances() {
         "-o",
         p(&out_path),
     ]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let out = pipeplan(&["validate", p(&out_path)]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    ok(&["validate", p(&out_path)]);
 
     let out = pipeplan(&["import", "--from", "pipedream", p(&graph), "--gpus", "2"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("--memory: required"));
 
     let gen_path = dir.path().join("gen.json");
-    let out = pipeplan(&[
+    ok(&[
         "generate",
         "bert-large",
         "--gpus",
@@ -338,9 +330,7 @@ fn import_and_generate_write_valid_instances() {
         "-o",
         p(&gen_path),
     ]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let out = pipeplan(&["solve", p(&gen_path), "--algo", "balanced-time"]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    ok(&["solve", p(&gen_path), "--algo", "balanced-time"]);
 
     let out = pipeplan(&["generate", "--list"]);
     assert_eq!(out.status.code(), Some(0));
@@ -497,9 +487,7 @@ fn dash_reads_standard_input() {
 
 #[test]
 fn algorithms_params_lists_every_declared_setting_and_bad_values_get_one_format() {
-    let out = pipeplan(&["algorithms", "--params", "--json"]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let rows: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let rows: serde_json::Value = ok_json(&["algorithms", "--params", "--json"]);
     let rows = rows.as_array().unwrap();
     let has = |algo: &str, setting: &str| {
         rows.iter()
@@ -532,8 +520,7 @@ fn algorithms_params_lists_every_declared_setting_and_bad_values_get_one_format(
 
 #[test]
 fn compare_default_table_fits_120_columns_and_says_what_is_claimed() {
-    let out = pipeplan(&["compare", p(&shipped(SMALL)), p(&shipped(SYNC))]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let out = ok(&["compare", p(&shipped(SMALL)), p(&shipped(SYNC))]);
     let text = stdout(&out);
     for line in text.lines().filter(|l| !l.starts_with("  ")) {
         assert!(line.chars().count() <= 120, "{} wide: {line}", line.len());

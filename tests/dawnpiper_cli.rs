@@ -2,11 +2,11 @@
 
 mod support;
 
-use support::pipeplan;
+use support::{ok, ok_json, pipeplan};
 
 #[test]
 fn max_batch_prints_one_row_per_algorithm_and_setting() {
-    let out = pipeplan(&[
+    let rows: serde_json::Value = ok_json(&[
         "max-batch",
         "instances/inception-v3-1000px-b8-4gpu-6gib.json",
         "--algo",
@@ -15,12 +15,6 @@ fn max_batch_prints_one_row_per_algorithm_and_setting() {
         "--max-micro-batch",
         "64",
     ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let rows = rows.as_array().unwrap();
     assert_eq!(rows.len(), 3);
     assert_eq!(rows[0]["algorithm"], "dawnpiper");
@@ -43,19 +37,13 @@ fn max_batch_rejects_unknown_algorithms() {
 
 #[test]
 fn solve_with_dawnpiper_prints_actions_in_json() {
-    let out = pipeplan(&[
+    let sol: serde_json::Value = ok_json(&[
         "solve",
         "instances/densenet121-1000px-b8-8gpu-4gib.json",
         "--algo",
         "dawnpiper",
         "--json",
     ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let sol: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(sol["evaluated"]["fits"], true);
     let actions: usize = sol["plan"]["stages"]
         .as_array()
@@ -77,7 +65,7 @@ fn solve_with_comm_include_claims_the_evaluated_period() {
     let dir = std::env::temp_dir().join(format!("pipeplan-dawnpiper-cli-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let inst = dir.join("tiny.json");
-    let out = pipeplan(&[
+    ok(&[
         "import",
         "--from",
         "dnn-partitioning",
@@ -91,12 +79,7 @@ fn solve_with_comm_include_claims_the_evaluated_period() {
         "-o",
         inst.to_str().unwrap(),
     ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let out = pipeplan(&[
+    let sol: serde_json::Value = ok_json(&[
         "solve",
         inst.to_str().unwrap(),
         "--algo",
@@ -109,12 +92,6 @@ fn solve_with_comm_include_claims_the_evaluated_period() {
         "comm=include",
         "--json",
     ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let sol: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let obj = &sol["claimed"]["objective"];
     assert!(obj["name"].as_str().unwrap().contains("link"), "{obj}");
     let (claimed, period) = (
@@ -141,7 +118,7 @@ fn solve_with_comm_include_claims_the_evaluated_period() {
 
 #[test]
 fn max_batch_varies_the_settings_asked_for_only_where_declared() {
-    let out = pipeplan(&[
+    let rows: serde_json::Value = ok_json(&[
         "max-batch",
         "instances/inception-v3-1000px-b8-4gpu-6gib.json",
         "--algos",
@@ -154,12 +131,6 @@ fn max_batch_varies_the_settings_asked_for_only_where_declared() {
         "16",
         "--json",
     ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let rows = rows.as_array().unwrap();
     assert_eq!(rows.len(), 3);
     assert_eq!(rows[0]["memopt"], "swap");

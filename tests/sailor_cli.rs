@@ -6,15 +6,13 @@ mod support;
 
 use serde_json::Value;
 use support::sailor::{gh200_dir, gh200_run, gh200_runs, sailor, strings};
-use support::{pipeplan, shipped_str, stderr, stdout};
+use support::{ok, ok_json, pipeplan, shipped_str, stderr, stdout};
 
 #[test]
 fn accuracy_judges_every_valid_run_and_names_the_rest() {
     let Some(root) = sailor() else { return };
     let all = root.join("Planner/simulations/validation");
-    let out = pipeplan(&["accuracy", &all.display().to_string(), "--json"]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let v: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let v: Value = ok_json(&["accuracy", &all.display().to_string(), "--json"]);
     let runs = v["runs"].as_array().unwrap();
     assert_eq!(runs.len(), 19);
     let not = v["not_judged"].as_array().unwrap();
@@ -89,9 +87,7 @@ fn a_data_set_folder_given_alone_names_its_runs_by_it() {
     let Some(root) = sailor() else { return };
     let clariden = gh200_dir(&root);
     let dir = |d: &str| clariden.join(d).display().to_string();
-    let out = pipeplan(&["accuracy", &dir("OPT-350"), &dir("GPT-NEO/N2"), "--json"]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let v: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let v: Value = ok_json(&["accuracy", &dir("OPT-350"), &dir("GPT-NEO/N2"), "--json"]);
     assert_eq!(
         strings(&v["summary"], "dataset"),
         ["OPT-350", "GPT-NEO", "all"]
@@ -115,8 +111,7 @@ fn calibrate_then_accuracy_meets_the_cross_validated_goals() {
     let runs = gh200_runs(&root);
     // `calibrate DIR -o cal.json`: what it prints, and the file it wrote.
     let calibrate = |dir: &str| {
-        let out = pipeplan(&["calibrate", dir, "-o", &file.display().to_string()]);
-        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        let out = ok(&["calibrate", dir, "-o", &file.display().to_string()]);
         let cal: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
         (stdout(&out), cal)
     };
@@ -141,15 +136,13 @@ fn calibrate_then_accuracy_meets_the_cross_validated_goals() {
     let before = &cal["fit"]["summary"][0];
     assert!(before["memory_median"].as_f64().unwrap() > 0.15, "{before}");
     // The same runs judged with the file: the in-sample errors of the fit.
-    let out = pipeplan(&[
+    let v: Value = ok_json(&[
         "accuracy",
         &runs,
         "--calibration",
         &file.display().to_string(),
         "--json",
     ]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let v: Value = serde_json::from_str(&stdout(&out)).unwrap();
     let all = v["summary"].as_array().unwrap().last().unwrap().clone();
     let after = &cal["fit"]["summary"][1];
     assert!(
@@ -214,7 +207,7 @@ fn calibration_reaches_solve_and_evaluate_and_bad_files_are_named() {
     .unwrap();
     let inst = shipped_str("bert-large-s512-b8-8gpu-8gib.json");
     let sol = dir.path().join("sol.json");
-    let out = pipeplan(&[
+    ok(&[
         "solve",
         &inst,
         "--algo",
@@ -222,7 +215,6 @@ fn calibration_reaches_solve_and_evaluate_and_bad_files_are_named() {
         "-o",
         &sol.display().to_string(),
     ]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let eval = |extra: &[&str]| -> Value {
         let mut args = vec!["evaluate", sol.to_str().unwrap(), &inst, "--json"];
         args.extend_from_slice(extra);
@@ -286,8 +278,7 @@ fn runs_none_of_which_can_be_judged_are_listed_without_a_summary() {
     std::fs::write(folder.join("plan_config_N2_D1.json"), doc.to_string()).unwrap();
     let root_arg = root.display().to_string();
     let runs = dir.path().display().to_string();
-    let out = pipeplan(&["accuracy", &runs, "--sailor-root", &root_arg]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let out = ok(&["accuracy", &runs, "--sailor-root", &root_arg]);
     let text = stdout(&out);
     // The missing field is the one named, and no error is made up over no run.
     assert!(text.contains("max_mem: missing"), "{text}");
@@ -327,8 +318,7 @@ fn accuracy_draws_every_judged_run_against_its_measurement() {
     let png = dir.path().join("runs.png");
     let table = stdout(&pipeplan(&["accuracy", &runs]));
     for chart in [&svg, &png] {
-        let out = pipeplan(&["accuracy", &runs, "--plot", chart.to_str().unwrap()]);
-        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        let out = ok(&["accuracy", &runs, "--plot", chart.to_str().unwrap()]);
         assert_eq!(stdout(&out), table, "the table is the same with a chart");
         assert!(stderr(&out).contains("wrote "), "{}", stderr(&out));
     }
@@ -354,9 +344,7 @@ fn folders_alike_inside_keep_their_runs_apart_and_each_file_counts_once() {
     let (a, b) = (dir.path().join("a"), dir.path().join("b"));
     let (a, b) = (a.to_str().unwrap(), b.to_str().unwrap());
     let root_arg = root.display().to_string();
-    let out = pipeplan(&["accuracy", a, b, a, "--sailor-root", &root_arg, "--json"]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let v: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let v: Value = ok_json(&["accuracy", a, b, a, "--sailor-root", &root_arg, "--json"]);
     assert_eq!(
         strings(&v["runs"], "name"),
         [

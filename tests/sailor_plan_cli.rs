@@ -6,7 +6,7 @@ mod support;
 
 use serde_json::Value;
 use support::sailor::{gh200_run, gh200_runs, import_opt, sailor, strings};
-use support::{pipeplan, stderr, stdout};
+use support::{ok, ok_json, pipeplan, stderr, stdout};
 
 #[test]
 fn import_from_sailor_needs_a_gpu_type_and_writes_a_valid_instance() {
@@ -196,9 +196,7 @@ fn a_runtimes_plan_file_is_traced_plotted_and_explained_as_it_is_evaluated() {
 fn repair_layers_mends_the_mistyped_plans_and_lists_them() {
     let Some(root) = sailor() else { return };
     let runs = gh200_runs(&root);
-    let out = pipeplan(&["accuracy", &runs, "--repair-layers", "--json"]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let v: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let v: Value = ok_json(&["accuracy", &runs, "--repair-layers", "--json"]);
     assert_eq!(v["runs"].as_array().unwrap().len(), 22);
     let mended = strings(&v["repaired"], "name");
     assert_eq!(mended.len(), 3, "{mended:?}");
@@ -254,7 +252,7 @@ fn repair_layers_mends_the_mistyped_plans_and_lists_them() {
         "{}",
         stderr(&out)
     );
-    let out = pipeplan(&[
+    let out = ok(&[
         "evaluate",
         "--plan-from",
         "sailor",
@@ -263,7 +261,6 @@ fn repair_layers_mends_the_mistyped_plans_and_lists_them() {
         inst,
         "--json",
     ]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(
         stderr(&out).contains("mended (--repair-layers)"),
         "{}",

@@ -36,10 +36,9 @@ fn with(mut args: Vec<String>, extra: &[&str]) -> Vec<String> {
     args
 }
 
+/// Standard output of a run that must succeed.
 fn ok(args: &[String]) -> String {
-    let o = pipeplan(args);
-    assert!(o.status.success(), "{args:?}: {}", stderr(&o));
-    stdout(&o)
+    stdout(&support::ok(args))
 }
 
 fn same(a: &Path, b: &Path) {

@@ -5,7 +5,7 @@ mod support;
 
 use serde_json::Value;
 use std::collections::BTreeMap;
-use support::{pipeplan, shipped_str, stderr, stdout};
+use support::{ok, ok_json, pipeplan, shipped_str, stderr, stdout};
 
 /// Checks the trace-event format; returns the largest counter value per GPU track.
 fn check_format(trace: &Value) -> BTreeMap<u64, f64> {
@@ -172,7 +172,7 @@ fn plot_draws_svg_and_png() {
     let dir = tempfile::tempdir().unwrap();
     let inst = shipped_str("resnet50-1000px-b8-4gpu-8gib.json");
     let sol = dir.path().join("sol.json");
-    let out = pipeplan(&[
+    ok(&[
         "solve",
         &inst,
         "--algo",
@@ -180,16 +180,14 @@ fn plot_draws_svg_and_png() {
         "-o",
         sol.to_str().unwrap(),
     ]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let svg = dir.path().join("plan.svg");
-    let out = pipeplan(&[
+    ok(&[
         "plot",
         sol.to_str().unwrap(),
         &inst,
         "-o",
         svg.to_str().unwrap(),
     ]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let text = std::fs::read_to_string(&svg).unwrap();
     assert!(text.starts_with("<svg") || text.contains("<svg"), "not SVG");
     for label in [
@@ -202,17 +200,16 @@ fn plot_draws_svg_and_png() {
         assert!(text.contains(label), "{label} missing from the chart");
     }
     let png = dir.path().join("plan.png");
-    let out = pipeplan(&[
+    ok(&[
         "plot",
         sol.to_str().unwrap(),
         &inst,
         "-o",
         png.to_str().unwrap(),
     ]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let bytes = std::fs::read(&png).unwrap();
     assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n");
-    let out = pipeplan(&[
+    ok(&[
         "plot",
         sol.to_str().unwrap(),
         &inst,
@@ -221,7 +218,6 @@ fn plot_draws_svg_and_png() {
         "--format",
         "png",
     ]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
 }
 
 #[test]
@@ -229,7 +225,7 @@ fn explain_names_the_binding_constraint_of_every_stage() {
     let dir = tempfile::tempdir().unwrap();
     let inst = shipped_str("resnet50-1000px-b8-4gpu-8gib.json");
     let sol = dir.path().join("sol.json");
-    let out = pipeplan(&[
+    ok(&[
         "solve",
         &inst,
         "--algo",
@@ -237,10 +233,7 @@ fn explain_names_the_binding_constraint_of_every_stage() {
         "-o",
         sol.to_str().unwrap(),
     ]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let out = pipeplan(&["explain", sol.to_str().unwrap(), &inst, "--json"]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let v: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let v: Value = ok_json(&["explain", sol.to_str().unwrap(), &inst, "--json"]);
     let stages = v["stages"].as_array().unwrap();
     assert_eq!(stages.len(), 4);
     let bindings: Vec<&str> = stages

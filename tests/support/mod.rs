@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod sailor;
+pub mod setup;
 
 use std::ffi::OsStr;
 use std::path::PathBuf;
@@ -40,4 +41,19 @@ pub fn stdout(o: &Output) -> String {
 /// Standard error as text.
 pub fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Runs `pipeplan` with `args` and fails the test, showing standard error, unless it exits 0.
+#[track_caller]
+pub fn ok<S: AsRef<OsStr>>(args: &[S]) -> Output {
+    let out = pipeplan(args);
+    let shown: Vec<_> = args.iter().map(|a| a.as_ref().to_string_lossy()).collect();
+    assert_eq!(out.status.code(), Some(0), "{shown:?}: {}", stderr(&out));
+    out
+}
+
+/// [`ok`], with standard output read as JSON.
+#[track_caller]
+pub fn ok_json<S: AsRef<OsStr>>(args: &[S]) -> serde_json::Value {
+    serde_json::from_slice(&ok(args).stdout).expect("standard output is JSON")
 }
