@@ -314,72 +314,11 @@ impl Profile {
 }
 
 /// Applies the precedence rules of the module docs and validates.
-fn finish(source: Source, p: Profile, opts: &ImportOptions) -> Result<Instance, InputError> {
-    let mut notes = p.notes;
-    let unit = match opts.time_unit_ms {
-        Some(u) => {
-            notes.push(format!(
-                "Profile times read as units of {u} ms (set by the user)."
-            ));
-            u
-        }
-        None => {
-            notes.push(p.time_unit.1.clone());
-            p.time_unit.0
-        }
-    };
-    let batch = match (opts.batch, &p.batch) {
-        (Some(b), _) => {
-            notes.push(format!(
-                "model.batch = {b} samples per profiled micro-batch (set by the user)."
-            ));
-            b
-        }
-        (None, Some((b, why))) => {
-            notes.push(why.clone());
-            *b
-        }
-        (None, None) => {
-            notes.push(
-                "The profile does not record its batch size: model.batch = 1, i.e. one sample \
-                 stands for one profiled micro-batch (set the batch import option to fix \
-                 throughputs in samples/s)."
-                    .to_string(),
-            );
-            1
-        }
-    };
-    let mut cluster = opts.cluster.clone();
-    if opts.cluster_from_profile {
-        let mut took = Vec::new();
-        if let Some(g) = p.gpus {
-            if let Some(n) = cluster.gpus_per_node.filter(|&n| n == 0 || g % n != 0) {
-                return Err(InputError::field(
-                    "cluster.gpus_per_node",
-                    format!(
-                        "{n} does not divide the profile's {g} GPUs (cluster_from_profile); \
-                         give a GPUs-per-node count that divides it, or none"
-                    ),
-                ));
-            }
-            cluster.gpus = g;
-            took.push("GPU count");
-        }
-        if let Some(m) = p.memory {
-            cluster.memory = m;
-            took.push("GPU memory");
-        }
-        if let Some(b) = p.bandwidth {
-            cluster.bandwidth.intra_node = b;
-            took.push("bandwidth");
-        }
-        if !took.is_empty() {
-            notes.push(format!(
-                "Cluster {} taken from the profile; the rest from the user.",
-                took.join(", ")
-            ));
-        }
-    }
+fn finish(source: Source, mut p: Profile, opts: &ImportOptions) -> Result<Instance, InputError> {
+    let mut notes = std::mem::take(&mut p.notes);
+    let unit = p.unit(opts, &mut notes);
+    let batch = p.samples_per_micro_batch(opts, &mut notes);
+    let cluster = p.cluster(opts, &mut notes)?;
     let mut training = opts.training.clone();
     if training.micro_batches.is_none() {
         training.micro_batches = p.micro_batches;
@@ -417,6 +356,91 @@ fn finish(source: Source, p: Profile, opts: &ImportOptions) -> Result<Instance, 
     };
     inst.validate()?;
     Ok(inst)
+}
+
+impl Profile {
+    /// The profile's time unit in ms: the user's, else the profile's; says which in `notes`.
+    fn unit(&self, opts: &ImportOptions, notes: &mut Vec<String>) -> f64 {
+        match opts.time_unit_ms {
+            Some(u) => {
+                notes.push(format!(
+                    "Profile times read as units of {u} ms (set by the user)."
+                ));
+                u
+            }
+            None => {
+                notes.push(self.time_unit.1.clone());
+                self.time_unit.0
+            }
+        }
+    }
+
+    /// `model.batch`: the user's, else the profile's, else 1; says which in `notes`.
+    fn samples_per_micro_batch(&self, opts: &ImportOptions, notes: &mut Vec<String>) -> u32 {
+        match (opts.batch, &self.batch) {
+            (Some(b), _) => {
+                notes.push(format!(
+                    "model.batch = {b} samples per profiled micro-batch (set by the user)."
+                ));
+                b
+            }
+            (None, Some((b, why))) => {
+                notes.push(why.clone());
+                *b
+            }
+            (None, None) => {
+                notes.push(
+                    "The profile does not record its batch size: model.batch = 1, i.e. one \
+                     sample stands for one profiled micro-batch (set the batch import option to \
+                     fix throughputs in samples/s)."
+                        .to_string(),
+                );
+                1
+            }
+        }
+    }
+
+    /// The user's cluster, with the fields the profile carries when `cluster_from_profile`
+    /// asks for them (noted).
+    fn cluster(
+        &self,
+        opts: &ImportOptions,
+        notes: &mut Vec<String>,
+    ) -> Result<Cluster, InputError> {
+        let mut cluster = opts.cluster.clone();
+        if !opts.cluster_from_profile {
+            return Ok(cluster);
+        }
+        let mut took = Vec::new();
+        if let Some(g) = self.gpus {
+            if let Some(n) = cluster.gpus_per_node.filter(|&n| n == 0 || g % n != 0) {
+                return Err(InputError::field(
+                    "cluster.gpus_per_node",
+                    format!(
+                        "{n} does not divide the profile's {g} GPUs (cluster_from_profile); \
+                         give a GPUs-per-node count that divides it, or none"
+                    ),
+                ));
+            }
+            cluster.gpus = g;
+            took.push("GPU count");
+        }
+        if let Some(m) = self.memory {
+            cluster.memory = m;
+            took.push("GPU memory");
+        }
+        if let Some(b) = self.bandwidth {
+            cluster.bandwidth.intra_node = b;
+            took.push("bandwidth");
+        }
+        if !took.is_empty() {
+            notes.push(format!(
+                "Cluster {} taken from the profile; the rest from the user.",
+                took.join(", ")
+            ));
+        }
+        Ok(cluster)
+    }
 }
 
 /// Rejects negative or non-finite numbers read from a profile, naming the field.

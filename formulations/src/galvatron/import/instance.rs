@@ -3,6 +3,7 @@
 
 use crate::error::InputError;
 use crate::galvatron::profile::{LayerTypes, EXTENSION};
+use crate::galvatron::settings::Settings;
 use crate::instance::{Bandwidth, Cluster, Instance, Layer, Model, Precision, Training, FORMAT};
 
 const MB: f64 = 1024.0 * 1024.0;
@@ -14,8 +15,43 @@ pub(super) fn instance(
     ignored: &[String],
     notes: &[String],
 ) -> Result<Instance, InputError> {
-    let s = &lt.settings;
-    let elem = if s.mixed() { 2.0 } else { 4.0 };
+    let first = &lt.types[0];
+    let inst = Instance {
+        format: FORMAT.into(),
+        name: name.to_string(),
+        source: source(name, ignored, notes),
+        model: Model {
+            name: name.to_string(),
+            batch: 1,
+            input: first.seq_len * first.hidden_size * element_bytes(&lt.settings),
+            layers: layers(lt),
+        },
+        cluster: cluster(lt),
+        training: training(&lt.settings),
+        extensions: [(
+            EXTENSION.to_string(),
+            serde_json::to_value(lt).expect("serializes"),
+        )]
+        .into(),
+        calibration: None,
+    };
+    inst.validate()?;
+    Ok(inst)
+}
+
+/// Bytes of an activation element: 2 in mixed precision, else 4.
+fn element_bytes(s: &Settings) -> f64 {
+    if s.mixed() {
+        2.0
+    } else {
+        4.0
+    }
+}
+
+/// One layer per layer of each type, per sample: backward = 2 x forward, saved = the tp-1
+/// activation.
+fn layers(lt: &LayerTypes) -> Vec<Layer> {
+    let elem = element_bytes(&lt.settings);
     let mut layers = Vec::new();
     for t in &lt.types {
         let out = t.seq_len * t.hidden_size * elem;
@@ -33,7 +69,12 @@ pub(super) fn instance(
             });
         }
     }
-    let first = &lt.types[0];
+    layers
+}
+
+/// The engine's GPUs and memory; bandwidths (informative) from its coefficients.
+fn cluster(lt: &LayerTypes) -> Cluster {
+    let s = &lt.settings;
     let coe_bw = |c: Option<f64>| c.filter(|c| *c > 0.0).map(|c| 1e9 / c);
     let intra = coe_bw(lt.hardware.coe_plain(2)).unwrap_or(1e11);
     let inter = coe_bw(
@@ -42,6 +83,47 @@ pub(super) fn instance(
             .get(&s.gpu_num().to_string())
             .copied(),
     );
+    Cluster {
+        gpus: s.gpu_num(),
+        gpus_per_node: Some(s.num_gpus_per_node),
+        gpu: None,
+        memory: s.memory_constraint * 1024.0 * MB,
+        bandwidth: Bandwidth {
+            intra_node: intra,
+            inter_node: inter,
+        },
+        pcie: None,
+    }
+}
+
+/// The engine's settled batch and chunks, pipeline type and precision.
+fn training(s: &Settings) -> Training {
+    let mb = if s.settle_bsz > 0 && s.settle_chunk > 0 {
+        Some(((s.settle_bsz / s.settle_chunk) as u32).max(1))
+    } else {
+        None
+    };
+    Training {
+        micro_batch: mb,
+        micro_batches: (s.settle_chunk > 0).then_some(s.settle_chunk as u32),
+        schedule: match s.pipeline_type {
+            crate::galvatron::settings::PipelineType::Gpipe => crate::instance::ScheduleKind::Gpipe,
+            crate::galvatron::settings::PipelineType::PipedreamFlush => {
+                crate::instance::ScheduleKind::OneFOneB
+            }
+        },
+        weight_versions: 1,
+        optimizer_state_factor: 2.0,
+        precision: Some(if s.mixed() {
+            Precision::Mixed
+        } else {
+            Precision::Fp32
+        }),
+    }
+}
+
+/// The instance's `source`: what was imported and how, the engine arguments left unused, notes.
+fn source(name: &str, ignored: &[String], notes: &[String]) -> String {
     let mut source = format!(
         "Galvatron profiles of {name}, imported by pipeplan: chain per sample (model.batch 1), \
          backward = 2 x forward (the engine's bct_fct_coe), weights = parameter_size MB, saved = \
@@ -57,58 +139,5 @@ pub(super) fn instance(
     for n in notes {
         source.push_str(&format!(" {n}."));
     }
-    let mb = if s.settle_bsz > 0 && s.settle_chunk > 0 {
-        Some(((s.settle_bsz / s.settle_chunk) as u32).max(1))
-    } else {
-        None
-    };
-    let inst = Instance {
-        format: FORMAT.into(),
-        name: name.to_string(),
-        source,
-        model: Model {
-            name: name.to_string(),
-            batch: 1,
-            input: first.seq_len * first.hidden_size * elem,
-            layers,
-        },
-        cluster: Cluster {
-            gpus: s.gpu_num(),
-            gpus_per_node: Some(s.num_gpus_per_node),
-            gpu: None,
-            memory: s.memory_constraint * 1024.0 * MB,
-            bandwidth: Bandwidth {
-                intra_node: intra,
-                inter_node: inter,
-            },
-            pcie: None,
-        },
-        training: Training {
-            micro_batch: mb,
-            micro_batches: (s.settle_chunk > 0).then_some(s.settle_chunk as u32),
-            schedule: match s.pipeline_type {
-                crate::galvatron::settings::PipelineType::Gpipe => {
-                    crate::instance::ScheduleKind::Gpipe
-                }
-                crate::galvatron::settings::PipelineType::PipedreamFlush => {
-                    crate::instance::ScheduleKind::OneFOneB
-                }
-            },
-            weight_versions: 1,
-            optimizer_state_factor: 2.0,
-            precision: Some(if s.mixed() {
-                Precision::Mixed
-            } else {
-                Precision::Fp32
-            }),
-        },
-        extensions: [(
-            EXTENSION.to_string(),
-            serde_json::to_value(lt).expect("serializes"),
-        )]
-        .into(),
-        calibration: None,
-    };
-    inst.validate()?;
-    Ok(inst)
+    source
 }

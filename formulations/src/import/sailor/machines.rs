@@ -3,6 +3,7 @@
 
 use super::{prefix, uint_field, Selection};
 use crate::error::InputError;
+use crate::instance::{Bandwidth, Cluster};
 use serde_json::Value;
 
 /// The machines an instance runs on.
@@ -18,6 +19,23 @@ pub(super) struct Machines {
     /// instance's notes.
     pub(super) node_size_from: String,
     pub(super) intra_from: String,
+}
+
+impl Machines {
+    /// The cluster of `sel.nodes` of these machines, of GPU type `sel.gpu_type`.
+    pub(super) fn cluster(&self, sel: &Selection) -> Cluster {
+        Cluster {
+            gpus: sel.nodes * self.gpus_per_node,
+            gpus_per_node: Some(self.gpus_per_node),
+            gpu: Some(sel.gpu_type.clone()),
+            memory: self.memory,
+            bandwidth: Bandwidth {
+                intra_node: self.intra,
+                inter_node: Some(self.inter),
+            },
+            pcie: None,
+        }
+    }
 }
 
 /// The machines of `sel` from the cluster config and the bandwidth curves.

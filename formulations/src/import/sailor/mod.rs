@@ -31,7 +31,7 @@ mod states;
 pub use states::{optimizer_states, sizes_note};
 
 use crate::error::InputError;
-use crate::instance::{Bandwidth, Cluster, Instance, Model, ScheduleKind, Training, FORMAT};
+use crate::instance::{Instance, Model, ScheduleKind, Training, FORMAT};
 use machines::machines;
 use profile::{degrees, precision_of, profile_at, sizes_of};
 use serde_json::Value;
@@ -133,14 +133,12 @@ pub fn import(
     sel: &Selection,
     name: Option<&str>,
 ) -> Result<Instance, InputError> {
-    let cfg: Value = crate::error::parse_json(config, "Sailor training config")?;
-    let model = str_field(&cfg, "model")?;
-    let layers_n = uint_field(&cfg, "num_all_layers")? as usize;
-    let global_batch = uint_field(&cfg, "global_batch_size")?;
-    let optimizer = cfg
-        .get("optimizer")
-        .and_then(Value::as_str)
-        .unwrap_or("Adam");
+    let TrainingConfig {
+        model,
+        layers: layers_n,
+        global_batch,
+        optimizer,
+    } = TrainingConfig::parse(config)?;
     if sel.nodes == 0 {
         return Err(InputError::field("import.nodes", "must be at least 1"));
     }
@@ -211,23 +209,38 @@ pub fn import(
             input,
             layers,
         },
-        cluster: Cluster {
-            gpus: sel.nodes * m.gpus_per_node,
-            gpus_per_node: Some(m.gpus_per_node),
-            gpu: Some(gpu.to_string()),
-            memory: m.memory,
-            bandwidth: Bandwidth {
-                intra_node: m.intra,
-                inter_node: Some(m.inter),
-            },
-            pcie: None,
-        },
+        cluster: m.cluster(sel),
         training,
         extensions: BTreeMap::new(),
         calibration: None,
     };
     inst.validate()?;
     Ok(inst)
+}
+
+/// The fields of Sailor's training config the import reads.
+struct TrainingConfig {
+    model: String,
+    layers: usize,
+    global_batch: u32,
+    /// `optimizer`, default Adam.
+    optimizer: String,
+}
+
+impl TrainingConfig {
+    fn parse(text: &str) -> Result<TrainingConfig, InputError> {
+        let cfg: Value = crate::error::parse_json(text, "Sailor training config")?;
+        Ok(TrainingConfig {
+            model: str_field(&cfg, "model")?,
+            layers: uint_field(&cfg, "num_all_layers")? as usize,
+            global_batch: uint_field(&cfg, "global_batch_size")?,
+            optimizer: cfg
+                .get("optimizer")
+                .and_then(Value::as_str)
+                .unwrap_or("Adam")
+                .to_string(),
+        })
+    }
 }
 
 /// Imports the training config file `path`; the checkout is `root` or the one above the file.
