@@ -8,6 +8,7 @@ use super::{write_or_print, Failure, Format};
 use crate::cli::{MethodArg, ProfilePlanArgs};
 use crate::table::Table;
 use pipeplan_formulations::capture::profiling::{self, Method, ProfilingRun};
+use pipeplan_formulations::Instance;
 use serde::Serialize;
 
 /// One run as a CSV row.
@@ -41,6 +42,26 @@ fn ranges(r: &ProfilingRun) -> String {
 /// Runs `profile-plan`.
 pub fn run(a: ProfilePlanArgs) -> Result<(), Failure> {
     let inst = super::read_instance(&a.instance)?;
+    let batches = batches(&a, &inst)?;
+    let (method, name) = match a.method {
+        MethodArg::Mcap => (Method::Mcap, "mcap"),
+        MethodArg::Capslog => (Method::Capslog, "capslog"),
+        MethodArg::Capture => (Method::Capture, "capture"),
+    };
+    let runs = profiling::plan(
+        method,
+        inst.num_layers(),
+        inst.cluster.gpus,
+        inst.gpus_per_node(),
+        batches,
+    )
+    .map_err(|e| e.in_file(&a.instance))?;
+    write_or_print(None, &render(&a, name, &inst, &runs))
+}
+
+/// The two profiling batch sizes: `--profile-batches`, else a quarter and a half of the target
+/// batch; a size that is not a whole number of samples is noted on standard error.
+fn batches(a: &ProfilePlanArgs, inst: &Instance) -> Result<[f64; 2], Failure> {
     let batches = match &a.profile_batches {
         Some(v) => match v[..] {
             [x, y] if x.is_finite() && y.is_finite() && x > 0.0 && y > 0.0 && x != y => {
@@ -80,25 +101,17 @@ pub fn run(a: ProfilePlanArgs) -> Result<(), Failure> {
             fractional.join(" and ")
         );
     }
-    let (method, name) = match a.method {
-        MethodArg::Mcap => (Method::Mcap, "mcap"),
-        MethodArg::Capslog => (Method::Capslog, "capslog"),
-        MethodArg::Capture => (Method::Capture, "capture"),
-    };
-    let runs = profiling::plan(
-        method,
-        inst.num_layers(),
-        inst.cluster.gpus,
-        inst.gpus_per_node(),
-        batches,
-    )
-    .map_err(|e| e.in_file(&a.instance))?;
-    let text = match a.out.format() {
+    Ok(batches)
+}
+
+/// The runs as JSON, CSV or a table.
+fn render(a: &ProfilePlanArgs, name: &str, inst: &Instance, runs: &[ProfilingRun]) -> String {
+    match a.out.format() {
         Format::Json => crate::report::json(&Doc {
             method: name,
             instance: &inst.name,
             layers: inst.num_layers(),
-            runs: &runs,
+            runs,
         }),
         Format::Csv => crate::report::csv(
             &runs
@@ -137,6 +150,5 @@ pub fn run(a: ProfilePlanArgs) -> Result<(), Failure> {
                 t.render()
             )
         }
-    };
-    write_or_print(None, &text)
+    }
 }

@@ -60,11 +60,33 @@ pub fn read(text: &str, inst: &Instance, opts: &ReadOptions) -> Result<RuntimePl
         )
     })?;
     let by_node = modules(graph).map_err(|e| e.in_file(std::path::Path::new(name)))?;
-    // Module and stage of every layer.
+    let placed = placement(inst, &by_node, &cfg)?;
+    // The layers stage after stage, module after module, each in chain order: the plan's layer
+    // order. The optimizer cuts its graph at down-sets, so a stage need not be a range of the
+    // chain (the plan then names this order; its check needs the instance's layer graph).
+    let mut order: Vec<usize> = (0..placed.len()).collect();
+    order.sort_by_key(|&l| (placed[l], l));
+    let stages = stages(&cfg, &order, &placed)?;
+    check_depths(&cfg)?;
+    Ok(RuntimePlan::of(Plan {
+        order: crate::layer_order::plan_order(order),
+        stages,
+        schedule: Schedule::Async {
+            period: None,
+            pattern: None,
+        },
+    }))
+}
+
+/// The stage and module of every layer of `inst`.
+fn placement(
+    inst: &Instance,
+    by_node: &BTreeMap<String, usize>,
+    cfg: &RuntimeConfig,
+) -> Result<Vec<(usize, usize)>, InputError> {
     let stages_n = cfg.stage_to_rank_map.len();
     let map = &cfg.module_to_stage_map;
-    let n = inst.num_layers();
-    let mut placed = Vec::with_capacity(n);
+    let mut placed = Vec::with_capacity(inst.num_layers());
     for layer in &inst.model.layers {
         let m = by_node.get(&layer.name).copied().ok_or_else(|| {
             bad(
@@ -92,11 +114,16 @@ pub fn read(text: &str, inst: &Instance, opts: &ReadOptions) -> Result<RuntimePl
         }
         placed.push((s, m));
     }
-    // The layers stage after stage, module after module, each in chain order: the plan's layer
-    // order. The optimizer cuts its graph at down-sets, so a stage need not be a range of the
-    // chain (the plan then names this order; its check needs the instance's layer graph).
-    let mut order: Vec<usize> = (0..n).collect();
-    order.sort_by_key(|&l| (placed[l], l));
+    Ok(placed)
+}
+
+/// The stages, in chain order, each the range of `order` its layers take and its ranks.
+fn stages(
+    cfg: &RuntimeConfig,
+    order: &[usize],
+    placed: &[(usize, usize)],
+) -> Result<Vec<Stage>, InputError> {
+    let stages_n = cfg.stage_to_rank_map.len();
     let mut stage_layers: Vec<Option<(usize, usize)>> = vec![None; stages_n];
     for (p, &l) in order.iter().enumerate() {
         let range = stage_layers[placed[l].0].get_or_insert((p, p));
@@ -127,6 +154,12 @@ pub fn read(text: &str, inst: &Instance, opts: &ReadOptions) -> Result<RuntimePl
         });
     }
     stages.sort_by_key(|s| s.first);
+    Ok(stages)
+}
+
+/// `stage_to_depth_map`, when given, describes a straight pipeline.
+fn check_depths(cfg: &RuntimeConfig) -> Result<(), InputError> {
+    let stages_n = cfg.stage_to_rank_map.len();
     if let Some(depths) = &cfg.stage_to_depth_map {
         for (k, &d) in depths {
             let s: usize = k
@@ -143,12 +176,5 @@ pub fn read(text: &str, inst: &Instance, opts: &ReadOptions) -> Result<RuntimePl
             }
         }
     }
-    Ok(RuntimePlan::of(Plan {
-        order: crate::layer_order::plan_order(order),
-        stages,
-        schedule: Schedule::Async {
-            period: None,
-            pattern: None,
-        },
-    }))
+    Ok(())
 }
