@@ -197,12 +197,11 @@ pub fn memopt_g(
     let limit = model.memory * (1.0 + MEM_TOL);
     let base_peak = model.plain_memory_g(a, b, s, g);
     let compute = model.compute(a, b);
-    let g = g as f64;
     let pcie = model.actions.pcie.filter(|_| allowed.swap);
     let mut st = State {
         m: model,
         a,
-        g,
+        g: g as f64,
         base_peak,
         compute,
         pcie,
@@ -215,65 +214,9 @@ pub fn memopt_g(
         rec: vec![false; b + 1 - a],
         used: vec![false; b + 1 - a],
     };
-    let swappable = |i: usize| -> bool {
-        pcie.is_some() && g >= 2.0 && model.chain.saved[i] > 0.0 && model.graph_swappable(i)
-    };
     if base_peak > limit && (pcie.is_some() || allowed.recompute) {
-        // 1. Swaps that hide in their idle time, largest FreeTime first.
-        if pcie.is_some() {
-            let mut free: Vec<(f64, usize)> = (a..=b)
-                .filter(|&i| swappable(i))
-                .map(|i| (model.idle[i] - 2.0 * st.d(i), i))
-                .filter(|&(f, _)| f >= 0.0)
-                .collect();
-            free.sort_by(|x, y| y.0.total_cmp(&x.0).then(x.1.cmp(&y.1)));
-            for (_, i) in free {
-                if st.peak() <= limit {
-                    break;
-                }
-                if st.transfer + st.d(i) <= compute + st.rec_time {
-                    st.apply(i, true);
-                }
-            }
-        }
-        // 2. Cheapest by memory saved per ms, lazily re-evaluated.
-        let mut heap = BinaryHeap::new();
-        for i in a..=b {
-            if st.used[i - a] || model.chain.saved[i] <= 0.0 {
-                continue;
-            }
-            for swap in [false, true] {
-                let ok = if swap {
-                    swappable(i)
-                } else {
-                    allowed.recompute
-                };
-                if ok {
-                    let (sv, t) = st.gain(i, swap);
-                    heap.push(Cand {
-                        msps: msps(sv, t),
-                        node: i,
-                        swap,
-                    });
-                }
-            }
-        }
-        while st.peak() > limit {
-            let Some(c) = heap.pop() else { break };
-            if st.used[c.node - a] {
-                continue;
-            }
-            let (sv, t) = st.gain(c.node, c.swap);
-            let now = msps(sv, t);
-            if now == f64::NEG_INFINITY {
-                continue;
-            }
-            if now < c.msps && heap.peek().is_some_and(|n| n.msps > now) {
-                heap.push(Cand { msps: now, ..c });
-                continue;
-            }
-            st.apply(c.node, c.swap);
-        }
+        st.hidden_swaps(b, limit);
+        st.cheapest_first(b, limit, allowed.recompute);
     }
     let swap: Vec<usize> = (a..=b)
         .filter(|&i| st.used[i - a] && !st.rec[i - a])
@@ -288,5 +231,76 @@ pub fn memopt_g(
         recompute,
         time,
         peak,
+    }
+}
+
+impl State<'_, '_> {
+    /// Whether node `i`'s saved tensor may be swapped: a host link, two or more micro-batches
+    /// in flight, bytes to move, and the graph allows it.
+    fn swappable(&self, i: usize) -> bool {
+        self.pcie.is_some()
+            && self.g >= 2.0
+            && self.m.chain.saved[i] > 0.0
+            && self.m.graph_swappable(i)
+    }
+
+    /// Phase 1, up to node `b`: swaps that hide in their idle time, largest free time first,
+    /// while the peak exceeds `limit` and the link keeps up with the compute.
+    fn hidden_swaps(&mut self, b: usize, limit: f64) {
+        if self.pcie.is_none() {
+            return;
+        }
+        let mut free: Vec<(f64, usize)> = (self.a..=b)
+            .filter(|&i| self.swappable(i))
+            .map(|i| (self.m.idle[i] - 2.0 * self.d(i), i))
+            .filter(|&(f, _)| f >= 0.0)
+            .collect();
+        free.sort_by(|x, y| y.0.total_cmp(&x.0).then(x.1.cmp(&y.1)));
+        for (_, i) in free {
+            if self.peak() <= limit {
+                break;
+            }
+            if self.transfer + self.d(i) <= self.compute + self.rec_time {
+                self.apply(i, true);
+            }
+        }
+    }
+
+    /// Phase 2, up to node `b`: the action saving the most memory per ms added, re-evaluated
+    /// lazily, until the peak is within `limit` or no action is left.
+    fn cheapest_first(&mut self, b: usize, limit: f64, recompute: bool) {
+        let mut heap = BinaryHeap::new();
+        for i in self.a..=b {
+            if self.used[i - self.a] || self.m.chain.saved[i] <= 0.0 {
+                continue;
+            }
+            for swap in [false, true] {
+                let ok = if swap { self.swappable(i) } else { recompute };
+                if ok {
+                    let (sv, t) = self.gain(i, swap);
+                    heap.push(Cand {
+                        msps: msps(sv, t),
+                        node: i,
+                        swap,
+                    });
+                }
+            }
+        }
+        while self.peak() > limit {
+            let Some(c) = heap.pop() else { break };
+            if self.used[c.node - self.a] {
+                continue;
+            }
+            let (sv, t) = self.gain(c.node, c.swap);
+            let now = msps(sv, t);
+            if now == f64::NEG_INFINITY {
+                continue;
+            }
+            if now < c.msps && heap.peek().is_some_and(|n| n.msps > now) {
+                heap.push(Cand { msps: now, ..c });
+                continue;
+            }
+            self.apply(c.node, c.swap);
+        }
     }
 }

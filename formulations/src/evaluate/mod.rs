@@ -12,7 +12,7 @@
 //!
 //! Communications between stages count as resources of the pipeline, as in MadPipe.
 
-use crate::cost::{cut_costs, measured_degree, splits_weights, stage_costs, StageCost};
+use crate::cost::{cut_costs, measured_degree, splits_weights, stage_costs, CutCost, StageCost};
 use crate::error::InputError;
 use crate::instance::{Chain, Instance, ScheduleKind};
 use crate::one_f_one_b_star::{one_f_one_b_star, Resource};
@@ -162,20 +162,12 @@ pub fn evaluate(inst: &Instance, plan: &Plan) -> Result<Evaluation, InputError> 
     }
     let micro = inst.micro_batch() as f64;
 
-    let timing = match &plan.schedule {
-        Schedule::Async { period, pattern } => asynchronous::timing(
-            inst,
-            plan,
-            (&costs, &cuts),
-            &resources,
-            &resource_of_stage,
-            *period,
-            pattern.as_ref(),
-        )?,
-        Schedule::OneFOneB { micro_batches, .. } | Schedule::Gpipe { micro_batches, .. } => {
-            synchronous::timing(inst, plan, &costs, &cuts, kind, *micro_batches)?
-        }
-    };
+    let timing = timing(
+        inst,
+        plan,
+        (&costs, &cuts),
+        (&resources, &resource_of_stage),
+    )?;
     let Timing {
         in_flight,
         activations,
@@ -197,17 +189,8 @@ pub fn evaluate(inst: &Instance, plan: &Plan) -> Result<Evaluation, InputError> 
             |acc, (g, &v)| if v > acc.1 { (g, v) } else { acc },
         );
     let limit = inst.cluster.memory;
-    let mut fits = valid != Some(false);
-    for (g, &p) in peak.iter().enumerate() {
-        if p > limit * (1.0 + MEM_TOL) {
-            fits = false;
-            notes.push(format!(
-                "GPU {g} needs {} but has {}",
-                fmt_bytes(p),
-                fmt_bytes(limit)
-            ));
-        }
-    }
+    let within = within_memory(&peak, limit, &mut notes);
+    let fits = valid != Some(false) && within;
     // `span` (the period or the iteration) is positive here: a given period is checked by
     // `Plan::check`, an implied one by `least_period`, an iteration above.
     debug_assert!(span > 0.0, "span {span}");
@@ -235,6 +218,54 @@ pub fn evaluate(inst: &Instance, plan: &Plan) -> Result<Evaluation, InputError> 
     };
     check_finite(&ev)?;
     Ok(ev)
+}
+
+/// The timing of `plan` under its schedule, from its stage and cut costs and the resources they
+/// load (a resource per stage group or link, and each stage's).
+fn timing(
+    inst: &Instance,
+    plan: &Plan,
+    (costs, cuts): (&[StageCost], &[CutCost]),
+    (resources, resource_of_stage): (&[Resource], &[usize]),
+) -> Result<Timing, InputError> {
+    match &plan.schedule {
+        Schedule::Async { period, pattern } => asynchronous::timing(
+            inst,
+            plan,
+            (costs, cuts),
+            resources,
+            resource_of_stage,
+            *period,
+            pattern.as_ref(),
+        ),
+        Schedule::OneFOneB { micro_batches, .. } | Schedule::Gpipe { micro_batches, .. } => {
+            synchronous::timing(
+                inst,
+                plan,
+                costs,
+                cuts,
+                plan.schedule.kind(),
+                *micro_batches,
+            )
+        }
+    }
+}
+
+/// Whether every GPU's `peak` is within `limit` (with the tolerance [`MEM_TOL`]); notes each
+/// GPU that is not.
+fn within_memory(peak: &[f64], limit: f64, notes: &mut Vec<String>) -> bool {
+    let mut within = true;
+    for (g, &p) in peak.iter().enumerate() {
+        if p > limit * (1.0 + MEM_TOL) {
+            within = false;
+            notes.push(format!(
+                "GPU {g} needs {} but has {}",
+                fmt_bytes(p),
+                fmt_bytes(limit)
+            ));
+        }
+    }
+    within
 }
 
 /// Peak memory per GPU: the schedule's stored `activations`, then each stage's states and
@@ -361,7 +392,7 @@ fn overflow(what: &str, v: f64) -> InputError {
 /// In an asynchronous pipeline a stage's backward includes its gradient synchronisation.
 pub fn pipeline_resources(
     costs: &[StageCost],
-    cuts: &[crate::cost::CutCost],
+    cuts: &[CutCost],
     kind: ScheduleKind,
 ) -> (Vec<Resource>, Vec<usize>) {
     let n = costs.len();

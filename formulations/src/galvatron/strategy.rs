@@ -152,61 +152,8 @@ pub fn generate(s: &Settings) -> Vec<Strategy> {
                 disable_tp = true;
             }
         }
-        other => {
-            // The presets also disable checkpointing.
-            let st = match other {
-                "3d" => Strategy {
-                    pp: 2,
-                    tp: 2,
-                    dp: gpus / 4,
-                    consec: Some(true),
-                    fsdp: Some(false),
-                    cpt: false,
-                    sp: false,
-                },
-                "dp" => Strategy {
-                    pp: 1,
-                    tp: 1,
-                    dp: gpus,
-                    consec: None,
-                    fsdp: Some(false),
-                    cpt: false,
-                    sp: false,
-                },
-                "sdp" => Strategy {
-                    pp: 1,
-                    tp: 1,
-                    dp: gpus,
-                    consec: None,
-                    fsdp: Some(true),
-                    cpt: false,
-                    sp: false,
-                },
-                "tp" => {
-                    let dp = gpus / s.max_tp_deg;
-                    Strategy {
-                        pp: 1,
-                        tp: s.max_tp_deg,
-                        dp,
-                        consec: (dp > 1).then_some(true),
-                        fsdp: Some(false),
-                        cpt: false,
-                        sp: false,
-                    }
-                }
-                _ => Strategy {
-                    pp: s.max_pp_deg,
-                    tp: 1,
-                    dp: gpus / s.max_pp_deg,
-                    consec: None,
-                    fsdp: Some(false),
-                    cpt: false,
-                    sp: false,
-                },
-            };
-            // The presets skip the disable_* filters (as the engine does).
-            return with_sp(s, vec![st]);
-        }
+        // The presets skip the disable_* filters (as the engine does).
+        preset => return with_sp(s, vec![preset_strategy(s, preset)]),
     }
     let mut kept: Vec<Strategy> = out
         .into_iter()
@@ -228,6 +175,62 @@ pub fn generate(s: &Settings) -> Vec<Strategy> {
         kept.extend(cpt);
     }
     with_sp(s, kept)
+}
+
+/// The one strategy of a preset search space (`3d`, `dp`, `sdp`, `tp`, else `pp`); presets also
+/// disable checkpointing.
+fn preset_strategy(s: &Settings, preset: &str) -> Strategy {
+    let gpus = s.gpu_num();
+    match preset {
+        "3d" => Strategy {
+            pp: 2,
+            tp: 2,
+            dp: gpus / 4,
+            consec: Some(true),
+            fsdp: Some(false),
+            cpt: false,
+            sp: false,
+        },
+        "dp" => Strategy {
+            pp: 1,
+            tp: 1,
+            dp: gpus,
+            consec: None,
+            fsdp: Some(false),
+            cpt: false,
+            sp: false,
+        },
+        "sdp" => Strategy {
+            pp: 1,
+            tp: 1,
+            dp: gpus,
+            consec: None,
+            fsdp: Some(true),
+            cpt: false,
+            sp: false,
+        },
+        "tp" => {
+            let dp = gpus / s.max_tp_deg;
+            Strategy {
+                pp: 1,
+                tp: s.max_tp_deg,
+                dp,
+                consec: (dp > 1).then_some(true),
+                fsdp: Some(false),
+                cpt: false,
+                sp: false,
+            }
+        }
+        _ => Strategy {
+            pp: s.max_pp_deg,
+            tp: 1,
+            dp: gpus / s.max_pp_deg,
+            consec: None,
+            fsdp: Some(false),
+            cpt: false,
+            sp: false,
+        },
+    }
 }
 
 /// Under `sp_space tp+sp`, every strategy with tp > 1 followed by its Ulysses twin (the engine

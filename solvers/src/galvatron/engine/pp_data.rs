@@ -7,7 +7,7 @@ use crate::galvatron::dp::{Assignment, StageDp, Table};
 use pipeplan_formulations::galvatron::cost::{
     self, layer_memory, layer_time, optimal_chunk, other_time, transition, MemoryCall, OtherTime,
 };
-use pipeplan_formulations::galvatron::{PipelineType, Strategy};
+use pipeplan_formulations::galvatron::{LayerTypes, PipelineType, Strategy};
 
 impl<'a> Engine<'a> {
     pub(crate) fn memory_call(&self, t: &Task, mbsz: u64, stage: usize) -> MemoryCall {
@@ -100,9 +100,50 @@ impl<'a> Engine<'a> {
             .map(|&ty| type_intra[ty].clone())
             .collect();
         let other_time = other_time(lt, mbsz, pp, t.min_tp, t.max_tp, t.embed_sdp, t.vsp)?;
-        let unit = lt.settings.memory_unit_mb;
         let per_stage_mem = lt.settings.pipeline_type == PipelineType::PipedreamFlush;
         let stages = if per_stage_mem { pp as usize } else { 1 };
+        let Some(MemoryRows { mem, other_mem }) =
+            self.memory_rows(t, &set, mbsz, stages, deadline)?
+        else {
+            return Ok(None);
+        };
+        let inter = transitions(lt, &set, mbsz, t.min_tp)?;
+        // Vocabulary-tp variants known to both the memory and the time model.
+        let other_time: Vec<OtherTime> = other_time
+            .into_iter()
+            .filter(|o| other_mem.iter().any(|(m, _)| *m == o.vtp))
+            .collect();
+        let n = set.len();
+        Ok(Some(PpData {
+            pp,
+            sp_search: t.sp_search,
+            bsz: t.bsz,
+            min_tp: t.min_tp,
+            zero_inter: vec![vec![0.0; n]; n],
+            set,
+            chunks,
+            intra,
+            inter,
+            mem,
+            per_stage_mem,
+            other_mem,
+            other_time,
+        }))
+    }
+
+    /// The memory rows of the strategies of `set` for `stages` stages; `None` once the deadline
+    /// passed.
+    fn memory_rows(
+        &self,
+        t: &Task,
+        set: &[Strategy],
+        mbsz: u64,
+        stages: usize,
+        deadline: &Deadline,
+    ) -> Result<Option<MemoryRows>, String> {
+        let lt = self.lt;
+        let nt = lt.types.len();
+        let unit = lt.settings.memory_unit_mb;
         let mut mem = Vec::with_capacity(stages);
         let mut other_mem = Vec::new();
         for stage in 0..stages {
@@ -153,39 +194,37 @@ impl<'a> Engine<'a> {
                     .collect::<Vec<_>>(),
             );
         }
-        let inter: Vec<Vec<Vec<f64>>> = (0..nt)
-            .map(|ty| {
-                set.iter()
-                    .map(|a| {
-                        set.iter()
-                            .map(|b| transition(lt, ty, a, b, mbsz, t.min_tp))
-                            .collect::<Result<Vec<_>, _>>()
-                    })
-                    .collect::<Result<Vec<_>, _>>()
-            })
-            .collect::<Result<_, _>>()?;
-        // Vocabulary-tp variants known to both the memory and the time model.
-        let other_time: Vec<OtherTime> = other_time
-            .into_iter()
-            .filter(|o| other_mem.iter().any(|(m, _)| *m == o.vtp))
-            .collect();
-        let n = set.len();
-        Ok(Some(PpData {
-            pp,
-            sp_search: t.sp_search,
-            bsz: t.bsz,
-            min_tp: t.min_tp,
-            zero_inter: vec![vec![0.0; n]; n],
-            set,
-            chunks,
-            intra,
-            inter,
-            mem,
-            per_stage_mem,
-            other_mem,
-            other_time,
-        }))
+        Ok(Some(MemoryRows { mem, other_mem }))
     }
+}
+
+/// The memory of a (task, pp) from [`Engine::memory_rows`].
+struct MemoryRows {
+    /// Per stage (one when the pipeline's memory is the same for all stages), per layer and
+    /// strategy: units of `memory_unit_mb`.
+    mem: Vec<Vec<Vec<usize>>>,
+    /// The other layers' memory per vocabulary-tp degree, with the buffer the search adds.
+    other_mem: Vec<(u32, Vec<f64>)>,
+}
+
+/// The transition cost of each layer type between every two strategies of `set`.
+fn transitions(
+    lt: &LayerTypes,
+    set: &[Strategy],
+    mbsz: u64,
+    min_tp: u32,
+) -> Result<Vec<Vec<Vec<f64>>>, String> {
+    (0..lt.types.len())
+        .map(|ty| {
+            set.iter()
+                .map(|a| {
+                    set.iter()
+                        .map(|b| transition(lt, ty, a, b, mbsz, min_tp))
+                        .collect::<Result<Vec<_>, _>>()
+                })
+                .collect::<Result<Vec<_>, _>>()
+        })
+        .collect()
 }
 
 /// Per-(task, pp) precomputed costs.
