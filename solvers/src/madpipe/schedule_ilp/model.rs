@@ -5,13 +5,23 @@ use super::{Counts, ZERO_SEP};
 use crate::algorithm::SolveError;
 use crate::deadline::Deadline;
 use crate::ilp::{self, IlpStatus, Tuning};
-use good_lp::{constraint, variable, Expression, ProblemVariables, SolverModel};
+use good_lp::solvers::highs::HighsProblem;
+use good_lp::{constraint, variable, Expression, ProblemVariables, SolverModel, Variable};
 use pipeplan_formulations::cost::stage_costs;
 use pipeplan_formulations::plan::{OpKind, Plan, Schedule, Stage};
 use pipeplan_formulations::simulate::{plan_operations, OpId, ResourceId};
 use pipeplan_formulations::units::fmt_bytes;
 use pipeplan_formulations::{InputError, Instance};
 use std::collections::BTreeMap;
+
+/// The variables of one MILP ([`Alloc::solve`]).
+struct Vars {
+    tau: Vec<Variable>,
+    h: Vec<Variable>,
+    y: Vec<Variable>,
+    m: Vec<Variable>,
+    z: Variable,
+}
 
 /// One operation of the chain.
 #[derive(Debug, Clone)]
@@ -253,82 +263,17 @@ impl<'a> Alloc<'a> {
         counts: &mut Counts,
     ) -> Result<(Structure, Milp), SolveError> {
         let n = self.n();
-        let scale = self.memory_unit();
-        let mut vars = ProblemVariables::new();
-        let tau: Vec<_> = (0..n)
-            .map(|o| vars.add(variable().min(0.0).max(if o == 0 { 0.0 } else { 1.0 })))
-            .collect();
-        let h: Vec<_> = self
-            .shift_bounds(t)
-            .into_iter()
-            .map(|(lo, hi)| vars.add(variable().integer().min(lo).max(hi)))
-            .collect();
-        let y: Vec<_> = self
-            .pairs
-            .iter()
-            .map(|_| vars.add(variable().binary()))
-            .collect();
-        let m: Vec<_> = self
-            .gpus
-            .iter()
-            .map(|_| vars.add(variable().min(0.0)))
-            .collect();
-        let z = vars.add(variable().min(0.0));
+        let (vars, v) = self.variables(t);
         let objective: Expression = match phase {
-            Phase::Max => z.into(),
-            Phase::Sum { .. } => m.iter().copied().sum(),
+            Phase::Max => v.z.into(),
+            Phase::Sum { .. } => v.m.iter().copied().sum(),
             Phase::Fit { .. } => Expression::from(0.0),
         };
-        let mut model = vars
+        let model = vars
             .minimise(objective)
             .using(good_lp::solvers::highs::highs);
-        let ord = |a: usize, b: usize| -> Expression {
-            let (c, p) = self.order(a, b);
-            match p {
-                None => Expression::from(c),
-                Some((k, sign)) => c + sign * y[k],
-            }
-        };
-        // Precedence, with at most one period of gap.
-        for o in 0..n.saturating_sub(1) {
-            let d = self.ops[o].d / t;
-            let diff = h[o + 1] + tau[o + 1] - h[o] - tau[o];
-            model = model.with(constraint!(diff.clone() >= d));
-            model = model.with(constraint!(diff <= d + 1.0));
-        }
-        // No overlap on the circle.
-        for (k, &(i, j)) in self.pairs.iter().enumerate() {
-            let ei = self.sep(i, j, t) / t;
-            let ej = self.sep(j, i, t) / t;
-            model = model.with(constraint!(tau[i] + ei <= tau[j] + 1.0 - y[k]));
-            model = model.with(constraint!(tau[j] + ej <= tau[i] + y[k]));
-        }
-        // Memory at every forward start.
-        for (gi, (_, on)) in self.gpus.iter().enumerate() {
-            for &probe in on {
-                let mut expr = Expression::from(self.constant[gi] / scale);
-                for &s in on {
-                    let alive = h[self.b[s]] - h[self.f[s]] + ord(self.f[s], self.f[probe])
-                        - ord(self.b[s], self.f[probe]);
-                    expr += (self.act[s] / scale) * alive;
-                }
-                model = model.with(constraint!(m[gi] >= expr));
-            }
-            model = model.with(constraint!(z >= m[gi]));
-            match phase {
-                Phase::Sum { cap } | Phase::Fit { limit: cap } => {
-                    model = model.with(constraint!(m[gi] <= cap / scale));
-                }
-                Phase::Max => {}
-            }
-        }
-        // A micro-batch lives at least as long as the chain from F_s to B_s.
-        for s in 0..self.f.len() {
-            let chain: f64 = self.ops[self.f[s]..=self.b[s]].iter().map(|o| o.d).sum();
-            let need = (chain / t - 1e-9).ceil().max(1.0);
-            let alive = h[self.b[s]] - h[self.f[s]] + 1.0 - ord(self.b[s], self.f[s]);
-            model = model.with(constraint!(alive >= need));
-        }
+        let model = self.timing_constraints(model, &v, t);
+        let model = self.memory_constraints(model, &v, t, phase);
         if deadline.passed() {
             return Err(deadline.error());
         }
@@ -351,6 +296,99 @@ impl<'a> Alloc<'a> {
                 .collect(),
         };
         Ok((st, out))
+    }
+
+    /// The MILP's variables, created in the order the solution's values are read: the starts
+    /// `tau` within the period, the shifts `h`, the pair orderings `y`, each GPU's memory `m`,
+    /// and their largest `z`.
+    fn variables(&self, t: f64) -> (ProblemVariables, Vars) {
+        let mut vars = ProblemVariables::new();
+        let tau = (0..self.n())
+            .map(|o| vars.add(variable().min(0.0).max(if o == 0 { 0.0 } else { 1.0 })))
+            .collect();
+        let h = self
+            .shift_bounds(t)
+            .into_iter()
+            .map(|(lo, hi)| vars.add(variable().integer().min(lo).max(hi)))
+            .collect();
+        let y = self
+            .pairs
+            .iter()
+            .map(|_| vars.add(variable().binary()))
+            .collect();
+        let m = self
+            .gpus
+            .iter()
+            .map(|_| vars.add(variable().min(0.0)))
+            .collect();
+        let z = vars.add(variable().min(0.0));
+        (vars, Vars { tau, h, y, m, z })
+    }
+
+    /// Whether operation `a` comes before `b` in the period, as an expression of the pair
+    /// orderings.
+    fn ord(&self, v: &Vars, a: usize, b: usize) -> Expression {
+        let (c, p) = self.order(a, b);
+        match p {
+            None => Expression::from(c),
+            Some((k, sign)) => c + sign * v.y[k],
+        }
+    }
+
+    /// Precedence along the chain (at most one period of gap) and no overlap on the circle.
+    fn timing_constraints(&self, mut model: HighsProblem, v: &Vars, t: f64) -> HighsProblem {
+        let (tau, h, y) = (&v.tau, &v.h, &v.y);
+        for o in 0..self.n().saturating_sub(1) {
+            let d = self.ops[o].d / t;
+            let diff = h[o + 1] + tau[o + 1] - h[o] - tau[o];
+            model = model.with(constraint!(diff.clone() >= d));
+            model = model.with(constraint!(diff <= d + 1.0));
+        }
+        for (k, &(i, j)) in self.pairs.iter().enumerate() {
+            let ei = self.sep(i, j, t) / t;
+            let ej = self.sep(j, i, t) / t;
+            model = model.with(constraint!(tau[i] + ei <= tau[j] + 1.0 - y[k]));
+            model = model.with(constraint!(tau[j] + ej <= tau[i] + y[k]));
+        }
+        model
+    }
+
+    /// Each GPU's memory at every forward start (within the phase's cap), their largest, and a
+    /// micro-batch alive at least as long as the chain from F_s to B_s.
+    fn memory_constraints(
+        &self,
+        mut model: HighsProblem,
+        v: &Vars,
+        t: f64,
+        phase: Phase,
+    ) -> HighsProblem {
+        let scale = self.memory_unit();
+        let h = &v.h;
+        for (gi, (_, on)) in self.gpus.iter().enumerate() {
+            for &probe in on {
+                let mut expr = Expression::from(self.constant[gi] / scale);
+                for &s in on {
+                    let alive = h[self.b[s]] - h[self.f[s]] + self.ord(v, self.f[s], self.f[probe])
+                        - self.ord(v, self.b[s], self.f[probe]);
+                    expr += (self.act[s] / scale) * alive;
+                }
+                model = model.with(constraint!(v.m[gi] >= expr));
+            }
+            model = model.with(constraint!(v.z >= v.m[gi]));
+            match phase {
+                Phase::Sum { cap } | Phase::Fit { limit: cap } => {
+                    model = model.with(constraint!(v.m[gi] <= cap / scale));
+                }
+                Phase::Max => {}
+            }
+        }
+        for s in 0..self.f.len() {
+            let chain: f64 = self.ops[self.f[s]..=self.b[s]].iter().map(|o| o.d).sum();
+            let need = (chain / t - 1e-9).ceil().max(1.0);
+            let alive = h[self.b[s]] - h[self.f[s]] + 1.0 - self.ord(v, self.b[s], self.f[s]);
+            model = model.with(constraint!(alive >= need));
+        }
+        model
     }
 
     /// Unit of memory in the MILP: the largest per-micro-batch activation (so that memory steps
