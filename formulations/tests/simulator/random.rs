@@ -3,6 +3,7 @@
 
 use super::brute::{close, compare};
 use super::*;
+use proptest::test_runner::FileFailurePersistence;
 
 #[derive(Debug, Clone)]
 struct Case {
@@ -131,9 +132,10 @@ fn star(case: &Case, t: f64) -> Pattern {
 
 proptest! {
     #![proptest_config(ProptestConfig {
-        cases: 300,
-        failure_persistence: None,
-        ..ProptestConfig::default()
+        // Replayed from, and kept in, `<this file>.proptest-regressions`: proptest's default
+        // for a module of a test folder is a `proptest-regressions/` folder beside it.
+        failure_persistence: Some(Box::new(FileFailurePersistence::WithSource("proptest-regressions"))),
+        ..ProptestConfig::with_cases(300)
     })]
 
     /// The simulator agrees with the brute force on 1F1B* patterns and perturbations of them.
