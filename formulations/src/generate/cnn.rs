@@ -1,6 +1,6 @@
 //! Convolutional networks: ResNet / Wide-ResNet, Inception-v3 and DenseNet-121, as chains of
 //! blocks. Architectures follow torchvision (and Alpa's Flax model for `wresnet-*`); parameter
-//! counts match the published ones (see `tests/generate.rs`).
+//! counts match the published ones (see `tests/generate/published.rs`).
 //!
 //! Accounting (per sample, at the activation precision):
 //! - `output`: the tensor the next block reads;

@@ -1,6 +1,6 @@
 //! The instances shipped in the repository's `instances/` directory.
 //!
-//! `formulations/tests/generate.rs` checks that the files are exactly these instances
+//! `formulations/tests/generate/shipped.rs` checks that the files are exactly these instances
 //! (`PIPEPLAN_REGENERATE=1` rewrites them). Memory budgets are chosen so that, in most cases, a
 //! compute-balanced partition does not fit but a memory-aware one does; see `instances/README.md`.
 
