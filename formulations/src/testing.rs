@@ -93,3 +93,17 @@ pub fn small_instance(max_layers: usize, max_gpus: u32) -> impl Strategy<Value =
             inst
         })
 }
+
+/// Proptest settings: `cases` cases, failures kept in and replayed from
+/// `<test file>.proptest-regressions` beside the test's source. Proptest's own default puts the
+/// file of a test folder's module (`tests/<name>/<module>.rs`) in a `proptest-regressions/`
+/// folder beside the test folder instead.
+pub fn proptest_config(cases: u32) -> ProptestConfig {
+    use proptest::test_runner::FileFailurePersistence;
+    ProptestConfig {
+        failure_persistence: Some(Box::new(FileFailurePersistence::WithSource(
+            "proptest-regressions",
+        ))),
+        ..ProptestConfig::with_cases(cases)
+    }
+}

@@ -3,7 +3,7 @@
 
 use super::brute::{close, compare};
 use super::*;
-use proptest::test_runner::FileFailurePersistence;
+use pipeplan_formulations::testing::proptest_config;
 
 #[derive(Debug, Clone)]
 struct Case {
@@ -131,12 +131,7 @@ fn star(case: &Case, t: f64) -> Pattern {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig {
-        // Replayed from, and kept in, `<this file>.proptest-regressions`: proptest's default
-        // for a module of a test folder is a `proptest-regressions/` folder beside it.
-        failure_persistence: Some(Box::new(FileFailurePersistence::WithSource("proptest-regressions"))),
-        ..ProptestConfig::with_cases(300)
-    })]
+    #![proptest_config(proptest_config(300))]
 
     /// The simulator agrees with the brute force on 1F1B* patterns and perturbations of them.
     #[test]

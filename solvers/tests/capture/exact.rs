@@ -2,7 +2,7 @@
 //! with negative M_a and many ties (proptest).
 
 use super::*;
-use proptest::test_runner::FileFailurePersistence;
+use pipeplan_formulations::testing::proptest_config;
 
 /// The naive reference: every placement, ranked by sorted-descending memory then stage sequence.
 /// A stage as (last layer, dp, tp).
@@ -137,12 +137,7 @@ fn case_instance(g: u32, k: u32, l: usize, vals: &[Vec<f64>]) -> Instance {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig {
-        // Replayed from, and kept in, `<this file>.proptest-regressions`: proptest's default
-        // for a module of a test folder is a `proptest-regressions/` folder beside it.
-        failure_persistence: Some(Box::new(FileFailurePersistence::WithSource("proptest-regressions"))),
-        ..ProptestConfig::with_cases(300)
-    })]
+    #![proptest_config(proptest_config(300))]
 
     /// Hybrid space: capture-exact = capture (enumeration with pruning) = naive enumeration,
     /// plan and per-GPU memory, ties broken identically.
@@ -196,12 +191,7 @@ proptest! {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig {
-        // Replayed from, and kept in, `<this file>.proptest-regressions`: proptest's default
-        // for a module of a test folder is a `proptest-regressions/` folder beside it.
-        failure_persistence: Some(Box::new(FileFailurePersistence::WithSource("proptest-regressions"))),
-        ..ProptestConfig::with_cases(150)
-    })]
+    #![proptest_config(proptest_config(150))]
 
     /// With the 1F1B correction (memory depends on the stage's position among P stages), in
     /// both spaces: capture-exact = enumeration = naive.

@@ -2,15 +2,10 @@
 //! (proptest; regressions in `proposition_1.proptest-regressions`).
 
 use super::*;
-use proptest::test_runner::FileFailurePersistence;
+use pipeplan_formulations::testing::proptest_config;
 
 proptest! {
-    #![proptest_config(ProptestConfig {
-        // Replayed from, and kept in, `<this file>.proptest-regressions`: proptest's default
-        // for a module of a test folder is a `proptest-regressions/` folder beside it.
-        failure_persistence: Some(Box::new(FileFailurePersistence::WithSource("proptest-regressions"))),
-        ..ProptestConfig::with_cases(24)
-    })]
+    #![proptest_config(proptest_config(24))]
 
     /// The ILP's least memory per GPU equals 1F1B*'s at the largest load, at every breakpoint
     /// up to the latency and between breakpoints; its pattern passes the evaluator.
