@@ -41,7 +41,7 @@ fn build(layers: &[LayerSpec], input: f64, gpus: u32, memory: f64, bandwidth: f6
     let layers = layers.map(|(i, &(f, b, w, o))| Layer::new(format!("l{i}"), f, b, w, o));
     let cluster = Cluster::single_node(gpus, memory, bandwidth);
     let mut inst = Instance::new("random", 1, input, layers.collect(), cluster);
-    inst.source = "solvers/tests/madpipe_dp.rs".into();
+    inst.source = "solvers/tests/madpipe_dp".into();
     inst.validate().expect("generated test instance is valid");
     inst
 }
