@@ -94,10 +94,11 @@ pub fn small_instance(max_layers: usize, max_gpus: u32) -> impl Strategy<Value =
         })
 }
 
-/// Proptest settings: `cases` cases, failures kept in and replayed from
-/// `<test file>.proptest-regressions` beside the test's source. Proptest's own default puts the
-/// file of a test folder's module (`tests/<name>/<module>.rs`) in a `proptest-regressions/`
-/// folder beside the test folder instead.
+/// Proptest settings of every property test in the workspace's test files: `cases` cases,
+/// failures kept in and replayed from `<test file>.proptest-regressions` beside the test's
+/// source. Proptest's own default puts the file of a test folder's module
+/// (`tests/<name>/<module>.rs`) in a `proptest-regressions/` folder beside the test folder, and
+/// reaches the same file as this for a flat `tests/<name>.rs` only after printing a warning.
 pub fn proptest_config(cases: u32) -> ProptestConfig {
     use proptest::test_runner::FileFailurePersistence;
     ProptestConfig {

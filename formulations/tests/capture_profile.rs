@@ -6,6 +6,7 @@ use pipeplan_formulations::capture::runs::{ingest, RawRun};
 use pipeplan_formulations::capture::{MemoryProfile, Parallelism, Predictor, StageConfig};
 use pipeplan_formulations::evaluate::evaluate;
 use pipeplan_formulations::plan::{Plan, Schedule};
+use pipeplan_formulations::testing::proptest_config;
 use pipeplan_formulations::Instance;
 use proptest::prelude::*;
 use serde_json::json;
@@ -133,7 +134,7 @@ fn pm(m_i: &[f64], m_a: &[f64], a: usize, b: usize) -> f64 {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(64))]
+    #![proptest_config(proptest_config(64))]
 
     /// mCAP's and CAPSlog's runs give every statistic back exactly (up to rounding), including
     /// negative M_a, and mCAP needs about L + 1 runs.

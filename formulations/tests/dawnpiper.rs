@@ -7,6 +7,7 @@ use pipeplan_formulations::dawnpiper::memopt::{memopt, Allowed};
 use pipeplan_formulations::evaluate::evaluate;
 use pipeplan_formulations::instance::ScheduleKind;
 use pipeplan_formulations::plan::{Plan, Schedule, Stage};
+use pipeplan_formulations::testing::proptest_config;
 use pipeplan_formulations::Instance;
 use serde_json::json;
 
@@ -332,7 +333,7 @@ fn cut_communication_matches_the_evaluator_and_splits_inevitable_bytes() {
 }
 
 proptest::proptest! {
-    #![proptest_config(proptest::test_runner::Config::with_cases(200))]
+    #![proptest_config(proptest_config(200))]
 
     /// `plain_memory_end` (block skips on a bound) returns the linear scan's end: the last
     /// node before the first stage over the threshold, on chains whose cuts go up and down (so

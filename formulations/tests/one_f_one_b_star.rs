@@ -22,6 +22,7 @@ use pipeplan_formulations::madpipe::MadChain;
 use pipeplan_formulations::one_f_one_b_star::{groups, Resource};
 use pipeplan_formulations::plan::{Plan, Schedule};
 use pipeplan_formulations::simulate::simulate;
+use pipeplan_formulations::testing::proptest_config;
 use proptest::prelude::*;
 
 /// (forward, backward, weights, output, saved override, cut override).
@@ -206,7 +207,7 @@ fn check(inst: &Instance, ends: &[usize], t: f64) -> Result<(), TestCaseError> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 600, ..ProptestConfig::default() })]
+    #![proptest_config(proptest_config(600))]
 
     #[test]
     fn star_passes_the_simulator_and_keeps_m_k_l_g(case in cases()) {

@@ -15,6 +15,7 @@
 use pipeplan_formulations::cost::weight_versions;
 use pipeplan_formulations::evaluate::evaluate;
 use pipeplan_formulations::instance::{Cluster, Instance, Layer, ScheduleKind, Training};
+use pipeplan_formulations::testing::proptest_config;
 use pipeplan_formulations::{Plan, Schedule};
 use pipeplan_solvers::harness::run;
 use pipeplan_solvers::{registry, Solution, SolveError, SolveOptions, Status};
@@ -253,7 +254,7 @@ fn json_without_time(mut sol: Solution) -> String {
 // Properties
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+    #![proptest_config(proptest_config(24))]
 
     /// (a) The MILP and the DP of the same min-max problem agree, and both prove optimality.
     #[test]

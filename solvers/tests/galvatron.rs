@@ -3,6 +3,7 @@
 //! than the engine's division), and infeasible budgets.
 
 use pipeplan_formulations::galvatron::import::import_file;
+use pipeplan_formulations::testing::proptest_config;
 use pipeplan_formulations::{Instance, Stage};
 use pipeplan_solvers::galvatron::dp::{brute_force, StageDp};
 use pipeplan_solvers::{harness, registry, SolveError, SolveOptions};
@@ -62,7 +63,7 @@ fn tie_case() -> impl Strategy<Value = (StageDp, usize)> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(500))]
+    #![proptest_config(proptest_config(500))]
     /// The step table answers exactly as the engine's dense table: the same cost, strategies
     /// and unused memory at every budget, ties included.
     #[test]
@@ -76,7 +77,7 @@ proptest! {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(300))]
+    #![proptest_config(proptest_config(300))]
     #[test]
     fn dp_matches_brute_force((dp, budget) in dp_case()) {
         let table = dp.solve(budget);

@@ -16,6 +16,7 @@ use pipeplan_formulations::cost::{cut_costs, stage_costs};
 use pipeplan_formulations::evaluate::{evaluate, pipeline_resources};
 use pipeplan_formulations::instance::{Cluster, Instance, Layer, ScheduleKind, Training};
 use pipeplan_formulations::one_f_one_b_star::Resource;
+use pipeplan_formulations::testing::proptest_config;
 use pipeplan_formulations::{Plan, Schedule};
 use pipeplan_solvers::harness::run;
 use pipeplan_solvers::madpipe::exact_contiguous::contiguous_optimum;
@@ -219,7 +220,7 @@ fn opts(params: &[(&str, &str)]) -> SolveOptions {
 // Properties
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 500, ..ProptestConfig::default() })]
+    #![proptest_config(proptest_config(500))]
 
     #[test]
     fn valid_period_equals_brute_force_and_the_evaluator(

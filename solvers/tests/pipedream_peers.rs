@@ -31,6 +31,7 @@
 use pipeplan_formulations::import::{import, import_file, ImportOptions, Source};
 use pipeplan_formulations::instance::{Cluster, Instance};
 use pipeplan_formulations::peers;
+use pipeplan_formulations::testing::proptest_config;
 use pipeplan_solvers::harness::run;
 use pipeplan_solvers::madpipe::pipedream::{
     pd_level_objective, pd_objective, pd_plan, pipedream_partition, PdConfig, PdLevel, PdProfile,
@@ -291,7 +292,7 @@ fn profiles() -> impl Strategy<Value = PdProfile> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 400, ..ProptestConfig::default() })]
+    #![proptest_config(proptest_config(400))]
 
     #[test]
     fn dp_equals_brute_force(
@@ -321,7 +322,7 @@ proptest! {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
+    #![proptest_config(proptest_config(200))]
 
     /// Two levels (`-n a b -b x y`): every range's time at the upper level is the least
     /// lower-level time of that range on all its machines, found here by enumeration.
@@ -416,7 +417,7 @@ fn graphs() -> impl Strategy<Value = String> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+    #![proptest_config(proptest_config(300))]
 
     /// On a branching graph the DP cuts at the optimizer's antichain states: it finds the least
     /// objective over every sequence of nested states, and its plan, in the layer order it

@@ -5,7 +5,7 @@
 //! algorithm's proven optimum is at least as good as every heuristic of the same space.
 
 use pipeplan_formulations::instance::{Cluster, Instance, Layer};
-use pipeplan_formulations::testing::small_instance;
+use pipeplan_formulations::testing::{proptest_config, small_instance};
 use pipeplan_solvers::harness::run;
 use pipeplan_solvers::{registry, ObjectiveKind, SolveError, SolveOptions, Status};
 use proptest::prelude::*;
@@ -94,7 +94,7 @@ fn every_algorithm_answers_at_the_edges_of_scale() {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+    #![proptest_config(proptest_config(24))]
 
     #[test]
     fn every_algorithm_answers_and_exact_bounds_heuristics(inst in small_instance(6, 5)) {
