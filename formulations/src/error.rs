@@ -80,18 +80,8 @@ impl InputError {
     /// Whether the error is about an instance's own fields (`model...`, `cluster...`,
     /// `extensions...`, ...), not a plan or an option.
     pub fn is_about_instance(&self) -> bool {
-        const TOP: [&str; 8] = [
-            "format",
-            "name",
-            "source",
-            "model",
-            "cluster",
-            "training",
-            "extensions",
-            "calibration",
-        ];
         self.field_path().is_some_and(|f| {
-            TOP.iter().any(|t| {
+            crate::instance::Instance::FIELDS.iter().any(|t| {
                 f.strip_prefix(t)
                     .is_some_and(|rest| rest.is_empty() || rest.starts_with(['.', '[']))
             })
@@ -215,5 +205,21 @@ mod tests {
             message: "gone".into(),
         };
         assert!(!io.is_about_instance());
+    }
+
+    #[test]
+    fn the_instance_fields_are_those_an_instance_serializes() {
+        use crate::instance::{Cluster, Instance, Layer};
+        let layer = Layer::new("l", 1.0, 2.0, 1.0, 1.0);
+        let mut inst = Instance::new("i", 1, 1.0, vec![layer], Cluster::single_node(1, 1e9, 1e9));
+        inst.source = "here".into();
+        inst.extensions.insert("x".into(), serde_json::json!(1));
+        inst.calibration = Some(crate::calibration::Calibration::IDENTITY);
+        let v = serde_json::to_value(&inst).unwrap();
+        let mut keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
+        let mut fields = crate::instance::Instance::FIELDS.to_vec();
+        keys.sort_unstable();
+        fields.sort_unstable();
+        assert_eq!(keys, fields);
     }
 }

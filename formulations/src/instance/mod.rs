@@ -59,6 +59,20 @@ pub struct Instance {
     pub calibration: Option<crate::calibration::Calibration>,
 }
 
+impl Instance {
+    /// The top-level fields of an instance file, as [`Instance`] serializes them.
+    pub const FIELDS: [&'static str; 8] = [
+        "format",
+        "name",
+        "source",
+        "model",
+        "cluster",
+        "training",
+        "extensions",
+        "calibration",
+    ];
+}
+
 /// The network as a chain of layers; times are per micro-batch of `batch` samples.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
