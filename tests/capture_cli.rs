@@ -3,7 +3,7 @@
 mod support;
 
 use std::process::Output;
-use support::{pipeplan, shipped_str as shipped};
+use support::{ok, pipeplan, shipped_str as shipped};
 
 /// Runs `pipeplan` and checks that it succeeded (stderr in the failure message).
 fn succeeds(args: &[&str]) -> Output {
@@ -48,8 +48,7 @@ fn profile_plan_prints_runs_as_json_and_csv() {
     for kind in [",dp,2,", ",tp,2,", ",dp,4,", ",tp,4,", ",pp,1,"] {
         assert!(text.contains(kind), "{kind} missing");
     }
-    let out = pipeplan(&["profile-plan", &shipped(GPT), "--method", "capslog"]);
-    assert_eq!(out.status.code(), Some(0));
+    let out = ok(&["profile-plan", &shipped(GPT), "--method", "capslog"]);
     assert!(String::from_utf8(out.stdout)
         .unwrap()
         .contains("profiling runs (capslog)"));
@@ -110,8 +109,7 @@ fn profile_plan_takes_runnable_profiling_batches() {
     let out = pipeplan(&["profile-plan", &shipped(GPT), "--batch", "2", "--csv"]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("size 0.5 is not"), "{err}");
-    let out = pipeplan(&["profile-plan", &shipped(GPT), "--profile-batches", "2,0.5"]);
-    assert_eq!(out.status.code(), Some(0));
+    let out = ok(&["profile-plan", &shipped(GPT), "--profile-batches", "2,0.5"]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("size 0.5 is not"), "{err}");
     let text = String::from_utf8(out.stdout).unwrap();

@@ -185,8 +185,7 @@ fn compare_json_and_csv_carry_claimed_and_evaluated() {
         assert!((gap - (v(2).unwrap() - dp) / dp).abs() < 1e-9);
     }
 
-    let out = pipeplan(&["compare", p(&insts[1]), "--csv"]);
-    assert_eq!(out.status.code(), Some(0));
+    let out = ok(&["compare", p(&insts[1]), "--csv"]);
     let text = stdout(&out);
     let header = text.lines().next().unwrap();
     for col in [
@@ -253,8 +252,7 @@ fn solve_from_a_profile_imports_in_the_same_process() {
     let mut import = vec!["import", "--from", "pipedream", p(&graph), "-o", p(&inst)];
     import.extend(cluster);
     assert_eq!(pipeplan(&import).status.code(), Some(0));
-    let two = pipeplan(&["solve", p(&inst), "--algo", "pipedream", "--json"]);
-    assert_eq!(two.status.code(), Some(0), "{}", stderr(&two));
+    let two = ok(&["solve", p(&inst), "--algo", "pipedream", "--json"]);
     let solve_from = [
         "solve",
         p(&graph),
@@ -332,15 +330,13 @@ fn import_and_generate_write_valid_instances() {
     ]);
     ok(&["solve", p(&gen_path), "--algo", "balanced-time"]);
 
-    let out = pipeplan(&["generate", "--list"]);
-    assert_eq!(out.status.code(), Some(0));
+    let out = ok(&["generate", "--list"]);
     assert!(stdout(&out).contains("gpt3-2.6b"));
 }
 
 #[test]
 fn shipped_schema_is_the_generated_one() {
-    let out = pipeplan(&["schema"]);
-    assert_eq!(out.status.code(), Some(0));
+    let out = ok(&["schema"]);
     let shipped = std::fs::read_to_string(root().join("docs/instance.schema.json")).unwrap();
     assert_eq!(
         stdout(&out),
@@ -348,8 +344,7 @@ fn shipped_schema_is_the_generated_one() {
         "docs/instance.schema.json is stale: run `pipeplan schema -o docs/instance.schema.json`"
     );
     for kind in ["plan", "solution"] {
-        let out = pipeplan(&["schema", kind]);
-        assert_eq!(out.status.code(), Some(0));
+        let out = ok(&["schema", kind]);
         serde_json::from_str::<serde_json::Value>(&stdout(&out)).unwrap();
     }
 }
@@ -469,7 +464,7 @@ fn dash_reads_standard_input() {
     let bad = run(&["solve", "-", "--algo", "balanced-time"], "{\"format\": ");
     assert_eq!(bad.status.code(), Some(2));
     assert!(stderr(&bad).contains("<stdin>"), "{}", stderr(&bad));
-    let written = pipeplan(&[
+    let written = ok(&[
         "generate",
         "bert-large",
         "--gpus",
@@ -481,7 +476,6 @@ fn dash_reads_standard_input() {
         "-o",
         "-",
     ]);
-    assert!(written.status.success(), "{}", stderr(&written));
     assert!(stdout(&written).contains("pipeplan/instance@1"));
 }
 

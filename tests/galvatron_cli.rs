@@ -3,7 +3,7 @@
 mod support;
 
 use std::path::PathBuf;
-use support::pipeplan;
+use support::{ok, pipeplan};
 
 fn fixtures() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("formulations/tests/fixtures/galvatron")
@@ -16,7 +16,7 @@ fn import_then_solve() {
         std::process::id()
     ));
     let cfg = fixtures().join("config.json");
-    let o = pipeplan(&[
+    ok(&[
         "import",
         "--from",
         "galvatron",
@@ -27,15 +27,13 @@ fn import_then_solve() {
         "-o",
         out.to_str().unwrap(),
     ]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let o = pipeplan(&[
+    let o = ok(&[
         "solve",
         out.to_str().unwrap(),
         "--algo",
         "galvatron-bmw",
         "--json",
     ]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     let sol = if v.is_array() { v[0].clone() } else { v };
     assert!(sol["claimed"]["throughput"].as_f64().unwrap() > 0.0);

@@ -3,7 +3,7 @@
 mod support;
 
 use pipeplan_formulations::peers;
-use support::{pipeplan, root, stderr, stdout};
+use support::{ok, pipeplan, root, stderr, stdout};
 
 fn shipped() -> String {
     root().join("suites/v1").display().to_string()
@@ -11,8 +11,7 @@ fn shipped() -> String {
 
 #[test]
 fn the_shipped_suite_checks() {
-    let o = pipeplan(&["suite", "check", &shipped()]);
-    assert!(o.status.success(), "{}", stderr(&o));
+    let o = ok(&["suite", "check", &shipped()]);
     assert!(stdout(&o).contains("207 members"), "{}", stdout(&o));
     let o = pipeplan(&["suite", "check", &shipped(), "--json"]);
     let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
@@ -22,7 +21,7 @@ fn the_shipped_suite_checks() {
 
 #[test]
 fn list_filters_by_every_tag_given() {
-    let o = pipeplan(&[
+    let o = ok(&[
         "suite",
         "list",
         &shipped(),
@@ -32,7 +31,6 @@ fn list_filters_by_every_tag_given() {
         "schedule:gpipe",
         "--json",
     ]);
-    assert!(o.status.success(), "{}", stderr(&o));
     let v: Vec<serde_json::Value> = serde_json::from_str(&stdout(&o)).unwrap();
     assert!(!v.is_empty());
     for m in &v {
@@ -158,7 +156,7 @@ fn generate_writes_the_shipped_suite() {
     };
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("v1");
-    let o = pipeplan(&[
+    ok(&[
         "suite",
         "generate",
         "v1",
@@ -167,10 +165,8 @@ fn generate_writes_the_shipped_suite() {
         "--peers",
         &p.display().to_string(),
     ]);
-    assert!(o.status.success(), "{}", stderr(&o));
     let ours = std::fs::read_to_string(out.join("manifest.jsonl")).unwrap();
     let shipped = std::fs::read_to_string(root().join("suites/v1/manifest.jsonl")).unwrap();
     assert_eq!(ours, shipped);
-    let o = pipeplan(&["suite", "check", &out.display().to_string()]);
-    assert!(o.status.success(), "{}", stderr(&o));
+    ok(&["suite", "check", &out.display().to_string()]);
 }
