@@ -251,9 +251,10 @@ quantity_module!(
     "Serde adapter for bandwidths (canonical unit: bytes/s)."
 );
 
-/// Formats a byte count for people (`9.31 GiB`).
+/// Formats a byte count for people (`9.31 GiB`); beyond 10,000 PiB, in scientific notation
+/// (`1.000e300 PiB`), so that an absurd input prints as one readable number.
 pub fn fmt_bytes(b: f64) -> String {
-    let units = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let units = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
     let mut v = b;
     let mut i = 0;
     while v.abs() >= 1024.0 && i + 1 < units.len() {
@@ -262,19 +263,29 @@ pub fn fmt_bytes(b: f64) -> String {
     }
     if i == 0 {
         format!("{v:.0} B")
+    } else if v.abs() >= SCIENTIFIC {
+        format!("{v:.3e} {}", units[i])
     } else {
         format!("{v:.2} {}", units[i])
     }
 }
 
-/// Formats a time in milliseconds for people.
+/// Formats a time in milliseconds for people (`1.500 s`, `12.000 ms`); beyond 10,000 s, in
+/// scientific notation (`1.000e300 s`).
 pub fn fmt_ms(ms: f64) -> String {
-    if ms >= 1000.0 {
-        format!("{:.3} s", ms / 1000.0)
+    let s = ms / 1000.0;
+    if s.abs() >= SCIENTIFIC {
+        format!("{s:.3e} s")
+    } else if ms >= 1000.0 {
+        format!("{s:.3} s")
     } else {
         format!("{ms:.3} ms")
     }
 }
+
+/// The magnitude from which [`fmt_bytes`] and [`fmt_ms`] switch to scientific notation: a
+/// figure this large in the largest unit is an input error, not a plan to read digit by digit.
+const SCIENTIFIC: f64 = 1e4;
 
 #[cfg(test)]
 mod tests {
@@ -324,5 +335,10 @@ mod tests {
         assert_eq!(fmt_bytes(9.3 * 1024f64.powi(3)), "9.30 GiB");
         assert_eq!(fmt_bytes(12.0), "12 B");
         assert_eq!(fmt_ms(1500.0), "1.500 s");
+        assert_eq!(fmt_ms(9_999_000.0), "9999.000 s");
+        assert_eq!(fmt_ms(1e308), "1.000e305 s");
+        assert_eq!(fmt_bytes(3.0 * 1024f64.powi(5)), "3.00 PiB");
+        assert_eq!(fmt_bytes(1e300), "8.882e284 PiB");
+        assert_eq!(fmt_ms(f64::INFINITY), "inf s");
     }
 }
