@@ -10,6 +10,7 @@ use super::plan::SailorPlan;
 use super::{Files, Selection};
 use crate::error::InputError;
 use crate::evaluate::accuracy::Measured;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// How runs are read.
@@ -69,6 +70,7 @@ pub fn collect(dirs: &[PathBuf], opts: &RunOptions) -> Result<Vec<Run>, InputErr
         None
     };
     let mut seen = std::collections::HashSet::new();
+    let mut checkouts = Checkouts::new();
     let mut runs = Vec::new();
     for dir in dirs {
         let mut files = Vec::new();
@@ -86,7 +88,7 @@ pub fn collect(dirs: &[PathBuf], opts: &RunOptions) -> Result<Vec<Run>, InputErr
             }
             // The common ancestor is canonical, so its runs are named from canonical paths.
             let path = if common.is_some() { canonical } else { f };
-            runs.push(prepare(&path, &base, opts));
+            runs.push(prepare_in(&path, &base, opts, &mut checkouts));
         }
     }
     Ok(runs)
@@ -130,10 +132,18 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), InputError> {
     Ok(())
 }
 
+/// The checkouts runs were read with, by root: the runs of one checkout share its parsed files.
+type Checkouts = BTreeMap<PathBuf, Files>;
+
 /// Reads and prepares one run found under `base`.
 pub fn prepare(path: &Path, base: &Path, opts: &RunOptions) -> Run {
+    prepare_in(path, base, opts, &mut Checkouts::new())
+}
+
+/// [`prepare`], with the files of the checkouts read so far.
+fn prepare_in(path: &Path, base: &Path, opts: &RunOptions, checkouts: &mut Checkouts) -> Run {
     let (name, dataset) = name_and_dataset(path, base);
-    let (outcome, repaired) = match outcome(path, &name, &dataset, opts) {
+    let (outcome, repaired) = match outcome(path, &name, &dataset, opts, checkouts) {
         Ok(o) => o,
         Err(e) => (Outcome::Invalid(e.to_string()), None),
     };
@@ -184,6 +194,7 @@ fn outcome(
     name: &str,
     dataset: &str,
     opts: &RunOptions,
+    checkouts: &mut Checkouts,
 ) -> Result<(Outcome, Option<String>), InputError> {
     let text = crate::error::read_text(path)?;
     let mut sp = SailorPlan::from_json(&text)?;
@@ -210,7 +221,7 @@ fn outcome(
     let peak_memory = sp
         .measured_peak_memory
         .ok_or_else(|| need("max_mem", "the peak memory, bytes"))?;
-    let files = match &opts.root {
+    let found = match &opts.root {
         Some(r) => Files::new(r),
         None => Files::above(path).ok_or_else(|| {
             InputError::field(
@@ -220,6 +231,7 @@ fn outcome(
             )
         })?,
     };
+    let files = checkouts.entry(found.root.clone()).or_insert(found).clone();
     let (model, config) = training_config(&files, path, opts)?;
     let gpu_type = sp.gpu_types.first().cloned().unwrap_or_default();
     // The run's GPU type, micro-batch and degrees against the profile first: its errors name
@@ -230,7 +242,7 @@ fn outcome(
         &format!("profiles_tmp.json.{model}.{gpu_type}.{}", sp.micro_batch),
     )?;
     let sel = selection(&sp, gpu_type, &config, &files)?;
-    let instance = super::import_file(&config, Some(&files.root), &sel, None)?;
+    let instance = super::import_config(&config, &files, &sel, None)?;
     let repaired = if opts.repair_layers {
         sp.repair_layers(instance.model.layers.len())
     } else {
@@ -292,7 +304,7 @@ fn selection(
     // A one-node import tells the checkout's node size.
     let node_size = match probe.gpus_per_node {
         Some(g) => g,
-        None => super::import_file(config, Some(&files.root), &probe, None)?
+        None => super::import_config(config, files, &probe, None)?
             .cluster
             .gpus
             .max(1),
