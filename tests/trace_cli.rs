@@ -196,9 +196,11 @@ fn plot_draws_svg_and_png() {
         "time (ms)",
         "activations x in flight",
         "swap out",
+        "swap in",
     ] {
         assert!(text.contains(label), "{label} missing from the chart");
     }
+    legend_beside_the_data(&text);
     let png = dir.path().join("plan.png");
     ok(&[
         "plot",
@@ -218,6 +220,44 @@ fn plot_draws_svg_and_png() {
         "--format",
         "png",
     ]);
+}
+
+/// The attribute `name` of an SVG element's text (`<rect x="1" ...`).
+fn attr<'a>(element: &'a str, name: &str) -> &'a str {
+    let start = element.find(&format!(" {name}=\"")).unwrap() + name.len() + 3;
+    &element[start..start + element[start..].find('"').unwrap()]
+}
+
+/// The plot's legends sit in a column of their own, right of every box of data, and each
+/// entry's swatch has its own color.
+fn legend_beside_the_data(svg: &str) {
+    let rects: Vec<&str> = svg
+        .split("<rect")
+        .skip(1)
+        .map(|r| &r[..r.find("/>").unwrap()])
+        .filter(|r| attr(r, "fill") != "#FFFFFF")
+        .collect();
+    // A legend swatch is the last rectangle before its label's text.
+    let swatch = |label: &str| {
+        let at = svg.find(&format!(">\n{label}\n</text>")).unwrap();
+        let r = &svg[svg[..at].rfind("<rect").unwrap()..at];
+        (attr(r, "x").parse::<f64>().unwrap(), attr(r, "fill"))
+    };
+    let (column, swap_out) = swatch("swap out");
+    assert_ne!(
+        swap_out,
+        swatch("swap in").1,
+        "swap out and swap in look alike"
+    );
+    assert_eq!(swatch("weights").0, column);
+    for r in rects {
+        let x: f64 = attr(r, "x").parse().unwrap();
+        let right = x + attr(r, "width").parse::<f64>().unwrap();
+        assert!(
+            x >= column || right < column,
+            "a box reaches the legend: {r}"
+        );
+    }
 }
 
 #[test]

@@ -37,6 +37,68 @@ where
         .map_err(err)
 }
 
+/// Width in pixels of the legend column beside a chart whose data fill the plot ([`side_legend`]).
+const LEGEND_WIDTH: u32 = 170;
+
+/// A chart's area split into the chart's part and a legend column of [`LEGEND_WIDTH`] on its
+/// right.
+type WithLegend<DB> = (
+    DrawingArea<DB, plotters::coord::Shift>,
+    DrawingArea<DB, plotters::coord::Shift>,
+);
+
+/// Splits `area` into the chart's part and its legend column.
+fn with_legend<DB: DrawingBackend>(
+    area: &DrawingArea<DB, plotters::coord::Shift>,
+) -> WithLegend<DB> {
+    let width = area.dim_in_pixel().0;
+    area.split_horizontally(width.saturating_sub(LEGEND_WIDTH))
+}
+
+/// A legend in its own column (from [`with_legend`]), for charts whose data fill the plot, where
+/// a legend inside would hide some: per entry a square of its color and its label, from `top`
+/// pixels down (level with the plot's top).
+fn side_legend<DB: DrawingBackend>(
+    column: &DrawingArea<DB, plotters::coord::Shift>,
+    entries: &[(&str, RGBColor)],
+    top: i32,
+) -> Result<(), String>
+where
+    DB::ErrorType: 'static,
+{
+    let font = TextStyle::from(("sans-serif", 12).into_font()).pos(
+        plotters::style::text_anchor::Pos::new(
+            plotters::style::text_anchor::HPos::Left,
+            plotters::style::text_anchor::VPos::Center,
+        ),
+    );
+    for (i, (label, color)) in entries.iter().enumerate() {
+        let y = top + 8 + 18 * i as i32;
+        column
+            .draw(&Rectangle::new([(4, y - 5), (16, y + 5)], color.filled()))
+            .map_err(err)?;
+        column
+            .draw(&Text::new(label.to_string(), (22, y), font.clone()))
+            .map_err(err)?;
+    }
+    Ok(())
+}
+
+/// An axis label: the value with at most three significant digits and no trailing zeros (`10`,
+/// `0.1`, `2.5`, `1200`).
+fn tick(v: f64) -> String {
+    if v == 0.0 || !v.is_finite() {
+        return format!("{v}");
+    }
+    let digits = (2 - v.abs().log10().floor() as i32).max(0) as usize;
+    let s = format!("{v:.digits$}");
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        s
+    }
+}
+
 fn err<E: std::fmt::Display>(e: E) -> String {
     format!("drawing the chart failed: {e}")
 }
@@ -74,4 +136,30 @@ pub fn png(svg: &str) -> Result<Vec<u8>, String> {
         &mut pixmap.as_mut(),
     );
     pixmap.encode_png().map_err(err)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::tick;
+
+    #[test]
+    fn ticks_read_as_round_values() {
+        let t: Vec<String> = [
+            10.0,
+            0.1,
+            1.0,
+            2.5,
+            60.0,
+            0.05,
+            0.30000000000000004,
+            1234.6,
+            0.0,
+        ]
+        .map(tick)
+        .into();
+        assert_eq!(
+            t,
+            ["10", "0.1", "1", "2.5", "60", "0.05", "0.3", "1235", "0"]
+        );
+    }
 }

@@ -2,7 +2,7 @@
 //! the evaluated value against the measured one, for the iteration time and the peak memory, on
 //! log axes, with the line of equality and a band of relative error around it.
 
-use crate::{draw_legend, err, GIB};
+use crate::{draw_legend, err, tick, GIB};
 use pipeplan_formulations::calibration::Calibration;
 use pipeplan_formulations::evaluate::accuracy::Score;
 use plotters::prelude::*;
@@ -116,6 +116,8 @@ where
         .configure_mesh()
         .x_desc("measured")
         .y_desc("evaluated")
+        .x_label_formatter(&|v| tick(*v))
+        .y_label_formatter(&|v| tick(*v))
         .draw()
         .map_err(err)?;
     let grey = RGBColor(120, 120, 120);
@@ -134,8 +136,13 @@ where
             ))
             .map_err(err)?;
         if i == 0 {
+            // The legend's sample is dashed too: two strokes with a gap.
             line.label(format!("±{:.0}%", 100.0 * band))
-                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], grey));
+                .legend(move |(x, y)| {
+                    EmptyElement::at((x, y))
+                        + PathElement::new(vec![(0, 0), (7, 0)], grey)
+                        + PathElement::new(vec![(11, 0), (18, 0)], grey)
+                });
         }
     }
     for (i, (dataset, points)) in sets.iter().enumerate() {

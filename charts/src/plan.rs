@@ -1,7 +1,7 @@
 //! A plan's chart: the simulator's timeline as a Gantt chart above each GPU's memory, in the
 //! evaluator's parts.
 
-use crate::{draw_legend, err, GIB};
+use crate::{err, side_legend, tick, with_legend, GIB};
 use pipeplan_formulations::evaluate::breakdown::{memory_breakdown, MemoryBreakdown};
 use pipeplan_formulations::timeline::{timeline, EventKind, Timeline, Track};
 use pipeplan_formulations::{Evaluation, Instance, Plan};
@@ -13,12 +13,17 @@ fn color(kind: EventKind) -> RGBColor {
         EventKind::Backward => RGBColor(52, 168, 83),
         EventKind::Recompute => RGBColor(251, 140, 0),
         EventKind::Swap => RGBColor(219, 68, 55),
-        EventKind::SwapOut | EventKind::SwapIn => RGBColor(240, 120, 110),
+        EventKind::SwapOut => RGBColor(240, 120, 110),
+        EventKind::SwapIn => RGBColor(0, 151, 167),
         EventKind::GradSync => RGBColor(142, 36, 170),
         EventKind::SendForward => RGBColor(150, 150, 150),
         EventKind::SendBackward => RGBColor(90, 90, 90),
     }
 }
+
+/// Pixels from the top of a chart's area to the top of its plot, below the caption: where the
+/// legend column starts.
+const LEGEND_TOP: i32 = 30;
 
 /// The parts of a memory bar, bottom to top, with their colors.
 const PARTS: [(&str, RGBColor); 7] = [
@@ -101,7 +106,8 @@ pub fn plan_svg(
     let height = 260 + 22 * rows.len() as u32 + 320;
     let mut svg = String::new();
     {
-        let root = SVGBackend::with_string(&mut svg, (1100, height)).into_drawing_area();
+        let root = SVGBackend::with_string(&mut svg, (1100 + crate::LEGEND_WIDTH, height))
+            .into_drawing_area();
         root.fill(&WHITE).map_err(err)?;
         let root = root.titled(title, ("sans-serif", 18)).map_err(err)?;
         let (top, bottom) = root.split_vertically(height - 360);
@@ -121,6 +127,7 @@ where
     DB::ErrorType: 'static,
 {
     let n = rows.len().max(1) as i32;
+    let (area, legend) = with_legend(area);
     let caption = match (t.period, t.steady_from) {
         (Some(p), Some(s)) => format!(
             "schedule ({}; period {:.3} ms, periodic from {:.3} ms)",
@@ -128,7 +135,7 @@ where
         ),
         _ => format!("schedule ({}; one iteration, {:.3} ms)", t.schedule, t.end),
     };
-    let mut chart = ChartBuilder::on(area)
+    let mut chart = ChartBuilder::on(&area)
         .caption(caption, ("sans-serif", 14))
         .margin(10)
         .x_label_area_size(30)
@@ -141,6 +148,7 @@ where
         .configure_mesh()
         .disable_y_mesh()
         .x_desc("time (ms)")
+        .x_label_formatter(&|v| tick(*v))
         .y_labels(rows.len())
         .y_label_formatter(&|v| match v {
             SegmentValue::CenterOf(i) => labels
@@ -188,15 +196,8 @@ where
     let mut kinds: Vec<EventKind> = t.events.iter().map(|e| e.kind).collect();
     kinds.sort_unstable();
     kinds.dedup();
-    for k in kinds {
-        chart
-            .draw_series(std::iter::empty::<Rectangle<(f64, SegmentValue<i32>)>>())
-            .map_err(err)?
-            .label(k.name())
-            .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], color(k).filled()));
-    }
-    draw_legend(&mut chart, SeriesLabelPosition::UpperRight)?;
-    Ok(())
+    let entries: Vec<(&str, RGBColor)> = kinds.iter().map(|&k| (k.name(), color(k))).collect();
+    side_legend(&legend, &entries, LEGEND_TOP)
 }
 
 fn bars<DB: DrawingBackend>(
@@ -217,7 +218,8 @@ where
         * 1.1
         / GIB;
     let n = memory.len().max(1) as i32;
-    let mut chart = ChartBuilder::on(area)
+    let (area, legend) = with_legend(area);
+    let mut chart = ChartBuilder::on(&area)
         .caption(
             "memory per GPU at its peak (evaluated parts; black tick: claimed; red: GPU memory)",
             ("sans-serif", 14),
@@ -240,10 +242,12 @@ where
             _ => String::new(),
         })
         .y_desc("GiB")
+        .y_label_formatter(&|v| tick(*v))
+        .max_light_lines(1)
         .draw()
         .map_err(err)?;
     let x = |i: usize| SegmentValue::Exact(i as i32);
-    for (p, (name, c)) in PARTS.iter().enumerate() {
+    for (p, (_, c)) in PARTS.iter().enumerate() {
         let rects: Vec<_> = memory
             .iter()
             .enumerate()
@@ -256,12 +260,7 @@ where
                 )
             })
             .collect();
-        let c = *c;
-        chart
-            .draw_series(rects)
-            .map_err(err)?
-            .label(*name)
-            .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], c.filled()));
+        chart.draw_series(rects).map_err(err)?;
     }
     if let Some(cl) = claimed {
         let ticks: Vec<_> = memory
@@ -289,6 +288,5 @@ where
             RED.stroke_width(2),
         )))
         .map_err(err)?;
-    draw_legend(&mut chart, SeriesLabelPosition::UpperRight)?;
-    Ok(())
+    side_legend(&legend, &PARTS, LEGEND_TOP)
 }

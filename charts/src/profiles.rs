@@ -1,6 +1,6 @@
 //! Performance profiles of a sweep: rho(tau) per configuration.
 
-use crate::{draw_legend, err};
+use crate::{draw_legend, err, tick};
 use plotters::prelude::*;
 
 /// One performance profile's panel: what it measures, over how many instances, and per
@@ -63,6 +63,8 @@ where
         .configure_mesh()
         .x_desc("tau (ratio to the best)")
         .y_desc("share of instances")
+        .x_label_formatter(&|v| tick(*v))
+        .y_label_formatter(&|v| tick(*v))
         .draw()
         .map_err(err)?;
     for (i, c) in p.curves.iter().enumerate() {

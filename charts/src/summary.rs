@@ -1,7 +1,7 @@
 //! A comparison's summary chart: every algorithm's evaluated throughput and peak memory, claimed
 //! beside evaluated.
 
-use crate::{err, GIB};
+use crate::{err, tick, GIB};
 use plotters::prelude::*;
 
 /// One algorithm in a comparison's summary chart.
@@ -81,6 +81,8 @@ where
             }
             _ => String::new(),
         })
+        .x_label_formatter(&|v| tick(*v))
+        .max_light_lines(1)
         .draw()
         .map_err(err)?;
     let dark = RGBColor(21, 101, 192);
