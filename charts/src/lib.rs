@@ -40,6 +40,10 @@ where
 /// Width in pixels of the legend column beside a chart whose data fill the plot ([`side_legend`]).
 const LEGEND_WIDTH: u32 = 170;
 
+/// Pixels from the top of a chart's area to the top of its plot, below a one-line caption: where
+/// its legend column starts.
+const LEGEND_TOP: i32 = 30;
+
 /// A chart's area split into the chart's part and a legend column of [`LEGEND_WIDTH`] on its
 /// right.
 type WithLegend<DB> = (

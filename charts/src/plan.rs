@@ -1,7 +1,7 @@
 //! A plan's chart: the simulator's timeline as a Gantt chart above each GPU's memory, in the
 //! evaluator's parts.
 
-use crate::{err, side_legend, tick, with_legend, GIB};
+use crate::{err, side_legend, tick, with_legend, GIB, LEGEND_TOP};
 use pipeplan_formulations::evaluate::breakdown::{memory_breakdown, MemoryBreakdown};
 use pipeplan_formulations::timeline::{timeline, EventKind, Timeline, Track};
 use pipeplan_formulations::{Evaluation, Instance, Plan};
@@ -20,10 +20,6 @@ fn color(kind: EventKind) -> RGBColor {
         EventKind::SendBackward => RGBColor(90, 90, 90),
     }
 }
-
-/// Pixels from the top of a chart's area to the top of its plot, below the caption: where the
-/// legend column starts.
-const LEGEND_TOP: i32 = 30;
 
 /// The parts of a memory bar, bottom to top, with their colors.
 const PARTS: [(&str, RGBColor); 7] = [

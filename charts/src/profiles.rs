@@ -1,6 +1,6 @@
 //! Performance profiles of a sweep: rho(tau) per configuration.
 
-use crate::{draw_legend, err, tick};
+use crate::{err, side_legend, tick, with_legend, LEGEND_TOP};
 use plotters::prelude::*;
 
 /// One performance profile's panel: what it measures, over how many instances, and per
@@ -16,16 +16,29 @@ pub struct ProfilePanel<'a> {
 
 /// Performance profiles (`sweep report`), one panel each: rho(tau), the share of instances on
 /// which a configuration is within a factor tau of the best, as steps over a log-scaled tau.
-/// SVG text.
+/// A configuration has one color in every panel; each panel's legend, beside it, lists those it
+/// draws. SVG text.
 pub fn profiles_svg(profiles: &[ProfilePanel<'_>]) -> Result<String, String> {
     let panels = profiles.len().max(1);
-    let (w, h) = (900u32, 380u32);
+    let (w, h) = (900 + crate::LEGEND_WIDTH, 380u32);
+    // Every configuration of any panel, in order of first appearance: its index is its color.
+    let mut labels: Vec<&str> = Vec::new();
+    for c in profiles.iter().flat_map(|p| &p.curves) {
+        if !labels.contains(&c.0) {
+            labels.push(c.0);
+        }
+    }
+    let color = |label: &str| {
+        let i = labels.iter().position(|l| *l == label).unwrap_or(0);
+        let RGBAColor(r, g, b, _) = Palette99::pick(i).to_rgba();
+        RGBColor(r, g, b)
+    };
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, (w, h * panels as u32)).into_drawing_area();
         root.fill(&WHITE).map_err(err)?;
         for (p, area) in profiles.iter().zip(root.split_evenly((panels, 1))) {
-            profile_panel(&area, p)?;
+            profile_panel(&area, p, &color)?;
         }
         root.present().map_err(err)?;
     }
@@ -35,10 +48,12 @@ pub fn profiles_svg(profiles: &[ProfilePanel<'_>]) -> Result<String, String> {
 fn profile_panel<DB: DrawingBackend>(
     area: &DrawingArea<DB, plotters::coord::Shift>,
     p: &ProfilePanel<'_>,
+    color: &dyn Fn(&str) -> RGBColor,
 ) -> Result<(), String>
 where
     DB::ErrorType: 'static,
 {
+    let (area, legend) = with_legend(area);
     // The axis reaches past the largest finite ratio, at least to 2.
     let top = p
         .curves
@@ -46,7 +61,7 @@ where
         .flat_map(|c| c.1.iter().map(|s| s.0))
         .fold(2.0_f64, f64::max)
         * 1.1;
-    let mut chart = ChartBuilder::on(area)
+    let mut chart = ChartBuilder::on(&area)
         .caption(
             format!(
                 "performance profile: {} ({} instances)",
@@ -67,8 +82,7 @@ where
         .y_label_formatter(&|v| tick(*v))
         .draw()
         .map_err(err)?;
-    for (i, c) in p.curves.iter().enumerate() {
-        let color = Palette99::pick(i).to_rgba();
+    for c in &p.curves {
         let mut points = vec![(1.0, 0.0)];
         let mut level = 0.0;
         for &(tau, share) in c.1 {
@@ -80,14 +94,51 @@ where
         chart
             .draw_series(std::iter::once(PathElement::new(
                 points,
-                color.stroke_width(2),
+                color(c.0).stroke_width(2),
             )))
-            .map_err(err)?
-            .label(c.0)
-            .legend(move |(x, y)| {
-                PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2))
-            });
+            .map_err(err)?;
     }
-    draw_legend(&mut chart, SeriesLabelPosition::LowerRight)?;
-    Ok(())
+    let entries: Vec<(&str, RGBColor)> = p.curves.iter().map(|c| (c.0, color(c.0))).collect();
+    side_legend(&legend, &entries, LEGEND_TOP)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The `x` and `fill` of each legend swatch of `label`: the last rectangle before its text.
+    fn swatches(svg: &str, label: &str) -> Vec<(String, String)> {
+        let attr = |r: &str, name: &str| {
+            let at = r.find(&format!(" {name}=\"")).unwrap() + name.len() + 3;
+            r[at..at + r[at..].find('"').unwrap()].to_string()
+        };
+        svg.match_indices(&format!(">\n{label}\n</text>"))
+            .map(|(at, _)| {
+                let r = &svg[svg[..at].rfind("<rect").unwrap()..at];
+                (attr(r, "x"), attr(r, "fill"))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_configuration_keeps_its_color_in_every_panel_and_legends_sit_beside_the_plots() {
+        let steps = [(1.0, 0.5), (2.0, 1.0)];
+        let panel = |metric, curves| ProfilePanel {
+            metric,
+            problems: 2,
+            curves,
+        };
+        let svg = profiles_svg(&[
+            panel("time", vec![("a", &steps[..]), ("b", &steps[..])]),
+            panel("period", vec![("b", &steps[..])]),
+        ])
+        .unwrap();
+        let b = swatches(&svg, "b");
+        assert_eq!(b.len(), 2, "b is in both legends");
+        assert_eq!(b[0].1, b[1].1, "b changed color between panels");
+        assert_ne!(swatches(&svg, "a")[0].1, b[0].1);
+        for (x, _) in &b {
+            assert!(x.parse::<f64>().unwrap() >= 900.0, "legend at x = {x}");
+        }
+    }
 }
