@@ -310,6 +310,12 @@ fn explain_names_the_binding_constraint_of_every_stage() {
         text.contains("binding:") && text.contains(" in flight x "),
         "{text}"
     );
+    // Every stage states its compute, with overheads or without.
+    assert_eq!(
+        text.matches("time: compute ").count(),
+        stages.len(),
+        "{text}"
+    );
 }
 
 #[test]

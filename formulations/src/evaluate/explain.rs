@@ -135,14 +135,18 @@ fn explain_stage(
     let in_flight = ev.in_flight.get(s).copied().unwrap_or(0);
     findings.push(memory_finding(&busiest, ev, used, in_flight, c.act_per_mb));
     let overheads = c.recompute + c.reforward + c.swap_stall;
+    let mut time = format!(
+        "time: compute {} per micro-batch",
+        fmt_ms(c.forward + c.backward)
+    );
     if overheads > 0.0 {
-        findings.push(format!(
-            "time: compute {} per micro-batch, of which recomputation {} and swap waits {}",
-            fmt_ms(c.forward + c.backward),
+        time.push_str(&format!(
+            ", of which recomputation {} and swap waits {}",
             fmt_ms(c.recompute + c.reforward),
             fmt_ms(c.swap_stall)
         ));
     }
+    findings.push(time);
     if comm > 0.0 {
         findings.push(format!(
             "communication: {} per micro-batch over its cuts ({:.0}% of its compute)",
