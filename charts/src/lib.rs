@@ -61,7 +61,8 @@ fn with_legend<DB: DrawingBackend>(
 
 /// A legend in its own column (from [`with_legend`]), for charts whose data fill the plot, where
 /// a legend inside would hide some: per entry a square of its color and its label, from `top`
-/// pixels down (level with the plot's top).
+/// pixels down (level with the plot's top). Entries that would not fit the column at 18 px each
+/// are set closer, down to 11 px in a smaller font; past that, the last line counts the rest.
 fn side_legend<DB: DrawingBackend>(
     column: &DrawingArea<DB, plotters::coord::Shift>,
     entries: &[(&str, RGBColor)],
@@ -70,19 +71,38 @@ fn side_legend<DB: DrawingBackend>(
 where
     DB::ErrorType: 'static,
 {
-    let font = TextStyle::from(("sans-serif", 12).into_font()).pos(
+    let room = column.dim_in_pixel().1 as i32 - top - 8;
+    let n = entries.len().max(1) as i32;
+    let pitch = (room / n).clamp(11, 18);
+    let rows = (room / pitch).max(1) as usize;
+    let shown = if entries.len() > rows {
+        rows - 1
+    } else {
+        entries.len()
+    };
+    let font = TextStyle::from(("sans-serif", (pitch - 2).min(12)).into_font()).pos(
         plotters::style::text_anchor::Pos::new(
             plotters::style::text_anchor::HPos::Left,
             plotters::style::text_anchor::VPos::Center,
         ),
     );
-    for (i, (label, color)) in entries.iter().enumerate() {
-        let y = top + 8 + 18 * i as i32;
+    let y = |i: usize| top + pitch / 2 + pitch * i as i32;
+    let half = (pitch / 2 - 2).min(5);
+    for (i, (label, color)) in entries[..shown].iter().enumerate() {
         column
-            .draw(&Rectangle::new([(4, y - 5), (16, y + 5)], color.filled()))
+            .draw(&Rectangle::new(
+                [(4, y(i) - half), (16, y(i) + half)],
+                color.filled(),
+            ))
             .map_err(err)?;
         column
-            .draw(&Text::new(label.to_string(), (22, y), font.clone()))
+            .draw(&Text::new(label.to_string(), (22, y(i)), font.clone()))
+            .map_err(err)?;
+    }
+    if shown < entries.len() {
+        let more = format!("... and {} more", entries.len() - shown);
+        column
+            .draw(&Text::new(more, (22, y(shown)), font))
             .map_err(err)?;
     }
     Ok(())

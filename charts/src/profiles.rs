@@ -141,4 +141,36 @@ mod tests {
             assert!(x.parse::<f64>().unwrap() >= 900.0, "legend at x = {x}");
         }
     }
+
+    #[test]
+    fn a_long_legend_stays_in_its_panel() {
+        let steps = [(1.0, 1.0)];
+        let names: Vec<String> = (0..40).map(|i| format!("config-{i}")).collect();
+        let curves = names.iter().map(|n| (n.as_str(), &steps[..])).collect();
+        let svg = profiles_svg(&[ProfilePanel {
+            metric: "time",
+            problems: 1,
+            curves,
+        }])
+        .unwrap();
+        let height: f64 = svg[svg.find("height=\"").unwrap() + 8..]
+            .split('"')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap();
+        let last_text_y = svg
+            .match_indices("<text x=\"")
+            .map(|(at, _)| {
+                let t = &svg[at..];
+                let y = &t[t.find(" y=\"").unwrap() + 4..];
+                y[..y.find('"').unwrap()].parse::<f64>().unwrap()
+            })
+            .fold(0.0, f64::max);
+        assert!(last_text_y < height, "{last_text_y} past {height}");
+        assert!(
+            svg.contains("... and "),
+            "the entries past the room are counted"
+        );
+    }
 }
