@@ -131,7 +131,13 @@ pub fn parse_json<T: DeserializeOwned>(text: &str, what: &str) -> Result<T, Inpu
     }
     let de = &mut serde_json::Deserializer::from_str(text);
     serde_path_to_error::deserialize(de).map_err(|e| {
+        // The path ends in `?` where the input stopped before naming a key (`{` cut short):
+        // that segment names nothing, so the field is the one holding it.
         let field = e.path().to_string();
+        let field = field
+            .trim_end_matches('?')
+            .trim_end_matches('.')
+            .to_string();
         let inner = e.into_inner();
         let mut message = inner.to_string();
         // serde_json appends " at line X column Y"; we report them separately.
@@ -147,7 +153,7 @@ pub fn parse_json<T: DeserializeOwned>(text: &str, what: &str) -> Result<T, Inpu
             );
         }
         InputError::Json {
-            field: if field == "." { String::new() } else { field },
+            field,
             message,
             line: inner.line(),
             column: inner.column(),
@@ -168,6 +174,20 @@ mod tests {
         }
         let e = parse_json::<serde_json::Value>("{\"x\": tru}", "instance").unwrap_err();
         assert!(!e.to_string().contains("JSON number"), "{e}");
+    }
+
+    #[test]
+    fn input_cut_before_a_key_names_the_object_holding_it() {
+        let field = |text: &str| match parse_json::<serde_json::Value>(text, "instance") {
+            Err(InputError::Json { field, message, .. }) => {
+                assert!(message.starts_with("truncated JSON"), "{message}");
+                field
+            }
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(field("{"), "");
+        assert_eq!(field("{\"model\": {"), "model");
+        assert_eq!(field("{\"model\": {\"layers\": [{"), "model.layers[0]");
     }
 
     #[test]
