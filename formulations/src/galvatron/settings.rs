@@ -145,6 +145,14 @@ impl Settings {
     pub fn mixed(&self) -> bool {
         self.mixed_precision != "fp32"
     }
+    /// Bytes of an activation element: 2 in mixed precision, else 4.
+    pub fn element_bytes(&self) -> f64 {
+        if self.mixed() {
+            2.0
+        } else {
+            4.0
+        }
+    }
     /// Whether Ulysses strategies are searched (`sp_space tp+sp`).
     pub fn ulysses(&self) -> bool {
         self.sp_space == "tp+sp"

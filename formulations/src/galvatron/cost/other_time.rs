@@ -106,7 +106,7 @@ fn tp_times(lt: &LayerTypes, mbsz: u64, k: u32, dp: u32, vsp: bool) -> Result<Ve
     } else {
         lt.types[0].hidden_size
     };
-    let bytes = if set.mixed() { 2.0 } else { 4.0 };
+    let bytes = set.element_bytes();
     if vsp {
         return Ok(vec![0.0; lt.types.len()]);
     }

@@ -131,7 +131,7 @@ fn ulysses_tp_time(lt: &LayerTypes, ty: usize, s: &Strategy, bs: f64) -> Result<
     if s.cpt {
         count *= 1.5;
     }
-    let bytes = bs * t.seq_len * t.hidden_size * if lt.settings.mixed() { 2.0 } else { 4.0 };
+    let bytes = bs * t.seq_len * t.hidden_size * lt.settings.element_bytes();
     let c = lt
         .hardware
         .sp_collective(s.tp, s.sp)

@@ -3,8 +3,10 @@
 
 use crate::error::InputError;
 use crate::galvatron::profile::{LayerTypes, EXTENSION};
-use crate::galvatron::settings::Settings;
-use crate::instance::{Bandwidth, Cluster, Instance, Layer, Model, Precision, Training, FORMAT};
+use crate::galvatron::settings::{PipelineType, Settings};
+use crate::instance::{
+    Bandwidth, Cluster, Instance, Layer, Model, Precision, ScheduleKind, Training, FORMAT,
+};
 
 const MB: f64 = 1024.0 * 1024.0;
 
@@ -23,7 +25,7 @@ pub(super) fn instance(
         model: Model {
             name: name.to_string(),
             batch: 1,
-            input: first.seq_len * first.hidden_size * element_bytes(&lt.settings),
+            input: first.seq_len * first.hidden_size * lt.settings.element_bytes(),
             layers: layers(lt),
         },
         cluster: cluster(lt),
@@ -39,19 +41,10 @@ pub(super) fn instance(
     Ok(inst)
 }
 
-/// Bytes of an activation element: 2 in mixed precision, else 4.
-fn element_bytes(s: &Settings) -> f64 {
-    if s.mixed() {
-        2.0
-    } else {
-        4.0
-    }
-}
-
 /// One layer per layer of each type, per sample: backward = 2 x forward, saved = the tp-1
 /// activation.
 fn layers(lt: &LayerTypes) -> Vec<Layer> {
-    let elem = element_bytes(&lt.settings);
+    let elem = lt.settings.element_bytes();
     let mut layers = Vec::new();
     for t in &lt.types {
         let out = t.seq_len * t.hidden_size * elem;
@@ -107,10 +100,8 @@ fn training(s: &Settings) -> Training {
         micro_batch: mb,
         micro_batches: (s.settle_chunk > 0).then_some(s.settle_chunk as u32),
         schedule: match s.pipeline_type {
-            crate::galvatron::settings::PipelineType::Gpipe => crate::instance::ScheduleKind::Gpipe,
-            crate::galvatron::settings::PipelineType::PipedreamFlush => {
-                crate::instance::ScheduleKind::OneFOneB
-            }
+            PipelineType::Gpipe => ScheduleKind::Gpipe,
+            PipelineType::PipedreamFlush => ScheduleKind::OneFOneB,
         },
         weight_versions: 1,
         optimizer_state_factor: 2.0,
