@@ -454,6 +454,26 @@ fn goldens_import_and_plan() {
     }
 }
 
+/// Galvatron-BMW and the time-balanced search plan every golden too. The engine's memory-balanced
+/// division steps its stage bounds below zero on `fine_g_bert_noasync` (Python indexes its list
+/// from the end there); its emulation once indexed past a Rust slice and panicked.
+#[test]
+fn goldens_plan_with_every_galvatron_algorithm() {
+    let Some((files, data)) = goldens("galvatron golden with bmw and time") else {
+        return;
+    };
+    for f in &files {
+        let doc: Value = serde_json::from_str(&std::fs::read_to_string(f).unwrap()).unwrap();
+        let inst = import(&doc, &data).unwrap();
+        for algo in ["galvatron-bmw", "galvatron-time"] {
+            let sol = registry::by_name(algo)
+                .unwrap()
+                .solve(&inst, &SolveOptions::default());
+            assert!(sol.is_ok(), "{algo} on {}: {:?}", f.display(), sol.err());
+        }
+    }
+}
+
 #[test]
 fn emulated_goldens_replay_exactly() {
     let Some((files, data)) = goldens("galvatron golden exact replay") else {

@@ -57,7 +57,7 @@ impl Engine<'_> {
         let layers: Vec<f64> = self.types.iter().map(|&ty| per_type[ty]).collect();
         let pp = pp as usize;
         let avg = (layers.iter().sum::<f64>() + other.iter().sum::<f64>()) / pp as f64;
-        let mut divide = vec![0usize; pp];
+        let mut d = vec![0i64; pp];
         let mut stage_mem = other.clone();
         let mut idx = 0;
         for i in 0..pp {
@@ -67,21 +67,25 @@ impl Engine<'_> {
                 }
                 stage_mem[i] += layers[idx];
                 idx += 1;
-                divide[i] += 1;
+                d[i] += 1;
             }
         }
+        // Counts and bounds may go negative here, and the engine then indexes its Python list
+        // from the end; an index before its start is the engine's IndexError: no division.
         for i in 0..pp - 1 {
-            let left: usize = divide[..i].iter().sum();
-            let mut right: usize = divide[..=i].iter().sum();
-            let mut cur = layers[left..right].iter().sum::<f64>() + other[i];
+            let left: i64 = d[..i].iter().sum();
+            let mut right: i64 = d[..=i].iter().sum();
+            let mut cur = py_slice_sum(&layers, left, right) + other[i];
             while cur > avg * 1.3 {
-                divide[i] = divide[i].wrapping_sub(1);
-                divide[i + 1] += 1;
+                d[i] -= 1;
+                d[i + 1] += 1;
                 right -= 1;
-                cur -= layers[right];
+                let Some(m) = py_index(&layers, right) else {
+                    return Ok(None);
+                };
+                cur -= m;
             }
         }
-        let mut d: Vec<i64> = divide.iter().map(|&x| x as i64).collect();
         for i in 0..pp - 1 {
             while d[i] <= 0 {
                 d[i] += 1;
@@ -124,5 +128,46 @@ impl Engine<'_> {
             start = e + 1;
         }
         Some(out)
+    }
+}
+
+/// Python's `xs[i]`: a negative index counts from the end; `None` outside the list (where
+/// Python raises `IndexError`).
+fn py_index(xs: &[f64], i: i64) -> Option<f64> {
+    let n = xs.len() as i64;
+    let j = if i < 0 { i + n } else { i };
+    (0..n).contains(&j).then(|| xs[j as usize])
+}
+
+/// Python's `sum(xs[a:b])`: negative bounds count from the end, bounds are clamped to the list,
+/// and an empty slice sums to 0.
+fn py_slice_sum(xs: &[f64], a: i64, b: i64) -> f64 {
+    let n = xs.len() as i64;
+    let bound = |i: i64| (if i < 0 { i + n } else { i }).clamp(0, n) as usize;
+    let (a, b) = (bound(a), bound(b));
+    if a < b {
+        xs[a..b].iter().sum()
+    } else {
+        0.0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{py_index, py_slice_sum};
+
+    #[test]
+    fn python_indexing_counts_from_the_end_and_stops_at_the_start() {
+        let xs = [1.0, 2.0, 4.0];
+        assert_eq!(py_index(&xs, 0), Some(1.0));
+        assert_eq!(py_index(&xs, -1), Some(4.0));
+        assert_eq!(py_index(&xs, -3), Some(1.0));
+        assert_eq!(py_index(&xs, -4), None);
+        assert_eq!(py_index(&xs, 3), None);
+        assert_eq!(py_slice_sum(&xs, 0, 2), 3.0);
+        assert_eq!(py_slice_sum(&xs, 1, -1), 2.0);
+        assert_eq!(py_slice_sum(&xs, -2, 9), 6.0);
+        assert_eq!(py_slice_sum(&xs, 2, 1), 0.0);
+        assert_eq!(py_slice_sum(&xs, -9, 1), 1.0);
     }
 }
