@@ -311,54 +311,7 @@ impl Profile {
             notes: Vec::new(),
         }
     }
-}
 
-/// Applies the precedence rules of the module docs and validates.
-fn finish(source: Source, mut p: Profile, opts: &ImportOptions) -> Result<Instance, InputError> {
-    let mut notes = std::mem::take(&mut p.notes);
-    let unit = p.unit(opts, &mut notes);
-    let batch = p.samples_per_micro_batch(opts, &mut notes);
-    let cluster = p.cluster(opts, &mut notes)?;
-    let mut training = opts.training.clone();
-    if training.micro_batches.is_none() {
-        training.micro_batches = p.micro_batches;
-    }
-    if training.precision.is_none() {
-        training.precision = p.precision;
-    }
-    let layers = p
-        .layers
-        .into_iter()
-        .map(|mut l| {
-            l.forward *= unit;
-            l.backward *= unit;
-            l
-        })
-        .collect();
-    let name = opts.name.clone().unwrap_or(p.default_name);
-    let inst = Instance {
-        format: FORMAT.to_string(),
-        name: name.clone(),
-        source: format!(
-            "Imported by pipeplan from a {source} profile. {}",
-            notes.join(" ")
-        ),
-        model: Model {
-            name,
-            batch,
-            input: p.input,
-            layers,
-        },
-        cluster,
-        training,
-        extensions: p.extensions,
-        calibration: None,
-    };
-    inst.validate()?;
-    Ok(inst)
-}
-
-impl Profile {
     /// The profile's time unit in ms: the user's, else the profile's; says which in `notes`.
     fn unit(&self, opts: &ImportOptions, notes: &mut Vec<String>) -> f64 {
         match opts.time_unit_ms {
@@ -441,6 +394,51 @@ impl Profile {
         }
         Ok(cluster)
     }
+}
+
+/// Applies the precedence rules of the module docs and validates.
+fn finish(source: Source, mut p: Profile, opts: &ImportOptions) -> Result<Instance, InputError> {
+    let mut notes = std::mem::take(&mut p.notes);
+    let unit = p.unit(opts, &mut notes);
+    let batch = p.samples_per_micro_batch(opts, &mut notes);
+    let cluster = p.cluster(opts, &mut notes)?;
+    let mut training = opts.training.clone();
+    if training.micro_batches.is_none() {
+        training.micro_batches = p.micro_batches;
+    }
+    if training.precision.is_none() {
+        training.precision = p.precision;
+    }
+    let layers = p
+        .layers
+        .into_iter()
+        .map(|mut l| {
+            l.forward *= unit;
+            l.backward *= unit;
+            l
+        })
+        .collect();
+    let name = opts.name.clone().unwrap_or(p.default_name);
+    let inst = Instance {
+        format: FORMAT.to_string(),
+        name: name.clone(),
+        source: format!(
+            "Imported by pipeplan from a {source} profile. {}",
+            notes.join(" ")
+        ),
+        model: Model {
+            name,
+            batch,
+            input: p.input,
+            layers,
+        },
+        cluster,
+        training,
+        extensions: p.extensions,
+        calibration: None,
+    };
+    inst.validate()?;
+    Ok(inst)
 }
 
 /// Rejects negative or non-finite numbers read from a profile, naming the field.
