@@ -3,27 +3,30 @@
 
 use super::*;
 
+/// The largest load of a resource (a GPU, which stages may share, or a link) over one period of
+/// the asynchronous plan of `stages`, from the simulator's operations.
+fn largest_load(inst: &Instance, stages: &[Stage]) -> f64 {
+    let plan = Plan {
+        order: None,
+        stages: stages.to_vec(),
+        schedule: Schedule::Async {
+            period: None,
+            pattern: None,
+        },
+    };
+    let mut by_res: BTreeMap<String, f64> = BTreeMap::new();
+    for (d, res) in plan_operations(inst, &plan).values() {
+        for r in res {
+            *by_res.entry(r.to_string()).or_default() += d;
+        }
+    }
+    by_res.values().copied().fold(0.0, f64::max)
+}
+
 #[test]
 fn shared_gpu_patterns_are_valid() {
     let (inst, stages) = shared_case();
-    let loads = {
-        let plan = Plan {
-            order: None,
-            stages: stages.clone(),
-            schedule: Schedule::Async {
-                period: None,
-                pattern: None,
-            },
-        };
-        let mut by_res: BTreeMap<String, f64> = BTreeMap::new();
-        for (d, res) in plan_operations(&inst, &plan).values() {
-            for r in res {
-                *by_res.entry(r.to_string()).or_default() += d;
-            }
-        }
-        by_res
-    };
-    let max = loads.values().copied().fold(0.0, f64::max);
+    let max = largest_load(&inst, &stages);
     let mut prev = f64::INFINITY;
     for t in [max, 1.2 * max, 1.7 * max, 2.5 * max, 4.0 * max] {
         for objective in [MemoryObjective::Max, MemoryObjective::MaxThenSum] {
@@ -52,26 +55,7 @@ fn shared_gpu_patterns_are_valid() {
 #[test]
 fn shared_gpu_least_period() {
     let (big, stages) = shared_case();
-    let at_load = {
-        let loads_max = {
-            let plan = Plan {
-                order: None,
-                stages: stages.clone(),
-                schedule: Schedule::Async {
-                    period: None,
-                    pattern: None,
-                },
-            };
-            let mut by_res: BTreeMap<String, f64> = BTreeMap::new();
-            for (d, res) in plan_operations(&big, &plan).values() {
-                for r in res {
-                    *by_res.entry(r.to_string()).or_default() += d;
-                }
-            }
-            by_res.values().copied().fold(0.0, f64::max)
-        };
-        least_memory(&big, &stages, loads_max, &opts()).unwrap()
-    };
+    let at_load = least_memory(&big, &stages, largest_load(&big, &stages), &opts()).unwrap();
     let floor = {
         let s = least_memory(&big, &stages, 1e6, &opts()).unwrap();
         s.max_memory
