@@ -44,33 +44,30 @@ const LEGEND_WIDTH: u32 = 170;
 /// its legend column starts.
 const LEGEND_TOP: i32 = 30;
 
-/// A chart's area split into the chart's part and a legend column of [`LEGEND_WIDTH`] on its
-/// right.
-type WithLegend<DB> = (
-    DrawingArea<DB, plotters::coord::Shift>,
-    DrawingArea<DB, plotters::coord::Shift>,
-);
-
-/// Splits `area` into the chart's part and its legend column.
+/// Splits `area` into the chart's part and a legend column of [`LEGEND_WIDTH`] on its right.
 fn with_legend<DB: DrawingBackend>(
     area: &DrawingArea<DB, plotters::coord::Shift>,
-) -> WithLegend<DB> {
+) -> (
+    DrawingArea<DB, plotters::coord::Shift>,
+    DrawingArea<DB, plotters::coord::Shift>,
+) {
     let width = area.dim_in_pixel().0;
     area.split_horizontally(width.saturating_sub(LEGEND_WIDTH))
 }
 
 /// A legend in its own column (from [`with_legend`]), for charts whose data fill the plot, where
-/// a legend inside would hide some: per entry a square of its color and its label, from `top`
-/// pixels down (level with the plot's top). Entries that would not fit the column at 18 px each
-/// are set closer, down to 11 px in a smaller font; past that, the last line counts the rest.
+/// a legend inside would hide some: per entry a square of its color and its label, from
+/// [`LEGEND_TOP`] pixels down (level with the plot's top). Entries that would not fit the
+/// column at 18 px each are set closer, down to 11 px in a smaller font; past that, the last line
+/// counts the rest.
 fn side_legend<DB: DrawingBackend>(
     column: &DrawingArea<DB, plotters::coord::Shift>,
     entries: &[(&str, RGBColor)],
-    top: i32,
 ) -> Result<(), String>
 where
     DB::ErrorType: 'static,
 {
+    let top = LEGEND_TOP;
     let room = column.dim_in_pixel().1 as i32 - top - 8;
     let n = entries.len().max(1) as i32;
     let pitch = (room / n).clamp(11, 18);

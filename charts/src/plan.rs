@@ -1,7 +1,7 @@
 //! A plan's chart: the simulator's timeline as a Gantt chart above each GPU's memory, in the
 //! evaluator's parts.
 
-use crate::{err, side_legend, tick, with_legend, GIB, LEGEND_TOP};
+use crate::{err, side_legend, tick, with_legend, GIB};
 use pipeplan_formulations::evaluate::breakdown::{memory_breakdown, MemoryBreakdown};
 use pipeplan_formulations::timeline::{timeline, EventKind, Timeline, Track};
 use pipeplan_formulations::{Evaluation, Instance, Plan};
@@ -193,7 +193,7 @@ where
     kinds.sort_unstable();
     kinds.dedup();
     let entries: Vec<(&str, RGBColor)> = kinds.iter().map(|&k| (k.name(), color(k))).collect();
-    side_legend(&legend, &entries, LEGEND_TOP)
+    side_legend(&legend, &entries)
 }
 
 fn bars<DB: DrawingBackend>(
@@ -284,5 +284,5 @@ where
             RED.stroke_width(2),
         )))
         .map_err(err)?;
-    side_legend(&legend, &PARTS, LEGEND_TOP)
+    side_legend(&legend, &PARTS)
 }

@@ -1,6 +1,6 @@
 //! Performance profiles of a sweep: rho(tau) per configuration.
 
-use crate::{err, side_legend, tick, with_legend, LEGEND_TOP};
+use crate::{err, side_legend, tick, with_legend};
 use plotters::prelude::*;
 
 /// One performance profile's panel: what it measures, over how many instances, and per
@@ -99,7 +99,7 @@ where
             .map_err(err)?;
     }
     let entries: Vec<(&str, RGBColor)> = p.curves.iter().map(|c| (c.0, color(c.0))).collect();
-    side_legend(&legend, &entries, LEGEND_TOP)
+    side_legend(&legend, &entries)
 }
 
 #[cfg(test)]
