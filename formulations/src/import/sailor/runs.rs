@@ -88,7 +88,7 @@ pub fn collect(dirs: &[PathBuf], opts: &RunOptions) -> Result<Vec<Run>, InputErr
             }
             // The common ancestor is canonical, so its runs are named from canonical paths.
             let path = if common.is_some() { canonical } else { f };
-            runs.push(prepare_in(&path, &base, opts, &mut checkouts));
+            runs.push(prepare(&path, &base, opts, &mut checkouts));
         }
     }
     Ok(runs)
@@ -135,13 +135,8 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), InputError> {
 /// The checkouts runs were read with, by root: the runs of one checkout share its parsed files.
 type Checkouts = BTreeMap<PathBuf, Files>;
 
-/// Reads and prepares one run found under `base`.
-pub fn prepare(path: &Path, base: &Path, opts: &RunOptions) -> Run {
-    prepare_in(path, base, opts, &mut Checkouts::new())
-}
-
-/// [`prepare`], with the files of the checkouts read so far.
-fn prepare_in(path: &Path, base: &Path, opts: &RunOptions, checkouts: &mut Checkouts) -> Run {
+/// Reads and prepares one run found under `base`, with the files of the checkouts read so far.
+fn prepare(path: &Path, base: &Path, opts: &RunOptions, checkouts: &mut Checkouts) -> Run {
     let (name, dataset) = name_and_dataset(path, base);
     let (outcome, repaired) = match outcome(path, &name, &dataset, opts, checkouts) {
         Ok(o) => o,
