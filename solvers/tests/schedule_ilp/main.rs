@@ -70,18 +70,23 @@ fn contiguous(ends: &[usize]) -> Vec<Stage> {
     .stages
 }
 
-/// Loads of the pipeline's resources in chain order (stage, link, stage, ...), from the
-/// simulator's operations.
-fn resource_loads(inst: &Instance, stages: &[Stage]) -> Vec<f64> {
-    let plan = Plan {
+/// The asynchronous plan of `stages` at `period` (`None`: the least the loads allow), with no
+/// pattern of its own.
+fn async_plan(stages: &[Stage], period: Option<f64>) -> Plan {
+    Plan {
         order: None,
         stages: stages.to_vec(),
         schedule: Schedule::Async {
-            period: None,
+            period,
             pattern: None,
         },
-    };
-    let ops = plan_operations(inst, &plan);
+    }
+}
+
+/// Loads of the pipeline's resources in chain order (stage, link, stage, ...), from the
+/// simulator's operations.
+fn resource_loads(inst: &Instance, stages: &[Stage]) -> Vec<f64> {
+    let ops = plan_operations(inst, &async_plan(stages, None));
     let mut v = Vec::new();
     for s in 0..stages.len() {
         let f = |op| {
@@ -98,14 +103,7 @@ fn resource_loads(inst: &Instance, stages: &[Stage]) -> Vec<f64> {
 
 /// The evaluator's verdict on 1F1B* at period `t`.
 fn star(inst: &Instance, stages: &[Stage], t: f64) -> Evaluation {
-    let plan = Plan {
-        order: None,
-        stages: stages.to_vec(),
-        schedule: Schedule::Async {
-            period: Some(t),
-            pattern: None,
-        },
-    };
+    let plan = async_plan(stages, Some(t));
     evaluate(inst, &plan).expect("1F1B* evaluates")
 }
 

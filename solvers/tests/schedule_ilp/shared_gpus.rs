@@ -6,16 +6,8 @@ use super::*;
 /// The largest load of a resource (a GPU, which stages may share, or a link) over one period of
 /// the asynchronous plan of `stages`, from the simulator's operations.
 fn largest_load(inst: &Instance, stages: &[Stage]) -> f64 {
-    let plan = Plan {
-        order: None,
-        stages: stages.to_vec(),
-        schedule: Schedule::Async {
-            period: None,
-            pattern: None,
-        },
-    };
     let mut by_res: BTreeMap<String, f64> = BTreeMap::new();
-    for (d, res) in plan_operations(inst, &plan).values() {
+    for (d, res) in plan_operations(inst, &async_plan(stages, None)).values() {
         for r in res {
             *by_res.entry(r.to_string()).or_default() += d;
         }
