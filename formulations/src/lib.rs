@@ -32,6 +32,7 @@ pub mod export;
 pub mod galvatron;
 pub mod instance;
 pub mod layer_order;
+pub mod memory_limit;
 pub mod one_f_one_b_star;
 #[cfg(feature = "testing")]
 pub mod peers;

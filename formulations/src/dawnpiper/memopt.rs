@@ -12,6 +12,7 @@
 //! the evaluator, give exactly the returned `time` and `peak`.
 
 use super::balance::Model;
+use crate::memory_limit;
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 
@@ -60,9 +61,6 @@ impl StagePlan {
         !self.swap.is_empty() || !self.recompute.is_empty()
     }
 }
-
-/// Relative slack on the memory limit (rounding of byte sums), as in the evaluator.
-const MEM_TOL: f64 = 1e-9;
 
 #[derive(PartialEq)]
 struct Cand {
@@ -194,7 +192,7 @@ pub fn memopt_g(
     g: u32,
     allowed: Allowed,
 ) -> StagePlan {
-    let limit = model.memory * (1.0 + MEM_TOL);
+    let limit = memory_limit::cap(model.memory);
     let base_peak = model.plain_memory_g(a, b, s, g);
     let compute = model.compute(a, b);
     let pcie = model.actions.pcie.filter(|_| allowed.swap);

@@ -6,6 +6,7 @@ use super::breakdown::{memory_breakdown, MemoryBreakdown};
 use super::{pipeline_resources, Evaluation};
 use crate::cost::{cut_costs, stage_costs, StageCost};
 use crate::instance::{Instance, ScheduleKind};
+use crate::memory_limit;
 use crate::plan::Plan;
 use crate::units::{fmt_bytes, fmt_ms};
 use serde::Serialize;
@@ -155,7 +156,7 @@ fn explain_stage(
         ));
     }
     let binding = if used >= MEMORY_BOUND {
-        if used > 1.0 + 1e-9 {
+        if !memory_limit::fits(busiest.total(), ev.memory_limit) {
             findings.push(format!(
                 "memory: over the limit by {}",
                 fmt_bytes(busiest.total() - ev.memory_limit)

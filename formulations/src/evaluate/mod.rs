@@ -15,6 +15,7 @@
 use crate::cost::{cut_costs, measured_degree, splits_weights, stage_costs, CutCost, StageCost};
 use crate::error::InputError;
 use crate::instance::{Chain, Instance, ScheduleKind};
+use crate::memory_limit;
 use crate::one_f_one_b_star::{one_f_one_b_star, Resource};
 use crate::plan::{OpKind, Pattern, PatternOp, Plan, Schedule};
 use crate::units::fmt_bytes;
@@ -96,9 +97,6 @@ struct Timing {
     /// Why the schedule is invalid, if it is.
     notes: Vec<String>,
 }
-
-/// Relative slack when comparing memory with the limit (rounding of byte sums).
-const MEM_TOL: f64 = 1e-9;
 
 /// The instance and plan `plan`'s evaluation judged: the plan in the chain's order (see
 /// [`crate::layer_order::resolve`]) on the instance at the plan's micro-batch. For the figures
@@ -251,12 +249,12 @@ fn timing(
     }
 }
 
-/// Whether every GPU's `peak` is within `limit` (with the tolerance [`MEM_TOL`]); notes each
+/// Whether every GPU's `peak` is within `limit` (with the slack of [`memory_limit`](crate::memory_limit)); notes each
 /// GPU that is not.
 fn within_memory(peak: &[f64], limit: f64, notes: &mut Vec<String>) -> bool {
     let mut within = true;
     for (g, &p) in peak.iter().enumerate() {
-        if p > limit * (1.0 + MEM_TOL) {
+        if !memory_limit::fits(p, limit) {
             within = false;
             notes.push(format!(
                 "GPU {g} needs {} but has {}",

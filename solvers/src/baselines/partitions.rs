@@ -9,6 +9,7 @@ use crate::algorithm::{
 use crate::minmax::{min_max_partition, Partition};
 use pipeplan_formulations::baselines::{max_stage, StageSums};
 use pipeplan_formulations::instance::ScheduleKind;
+use pipeplan_formulations::memory_limit;
 use pipeplan_formulations::Instance;
 
 /// Equal layer counts per stage.
@@ -144,7 +145,7 @@ impl Algorithm for BalancedMemory {
         let claimed = Claimed {
             objective: Some(Objective::new(ObjectiveKind::MaxStageMemory, part.value)),
             max_memory: Some(part.value),
-            fits: Some(part.value <= inst.usable_memory()),
+            fits: Some(memory_limit::fits(part.value, inst.usable_memory())),
             peak_memory: Some(peak),
             ..Claimed::default()
         };

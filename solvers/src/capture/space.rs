@@ -7,6 +7,7 @@ use crate::algorithm::{
 };
 use crate::settings::{Kind, Param, Settings};
 use pipeplan_formulations::capture::{MemoryProfile, Parallelism, Predictor, StageConfig};
+use pipeplan_formulations::memory_limit;
 use pipeplan_formulations::plan::{Plan, Schedule, Stage};
 use pipeplan_formulations::{InputError, Instance};
 use std::cmp::Ordering;
@@ -282,7 +283,7 @@ impl PlanSpace {
             objective: Some(Objective::new(ObjectiveKind::PredictedPeakMemory, peak)),
             peak_memory: Some(per_gpu),
             max_memory: Some(peak),
-            fits: Some(peak <= inst.usable_memory()),
+            fits: Some(memory_limit::fits(peak, inst.usable_memory())),
             ..Claimed::default()
         };
         let mut sol =

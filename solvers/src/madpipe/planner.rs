@@ -16,6 +16,7 @@ use crate::algorithm::{
     Stats, Status,
 };
 use crate::settings::{Kind, Param};
+use pipeplan_formulations::memory_limit;
 use pipeplan_formulations::units::fmt_ms;
 use pipeplan_formulations::Instance;
 
@@ -153,7 +154,7 @@ impl Madpipe {
             period_ms: Some(ilp.period),
             peak_memory: Some(ilp.memory.clone()),
             max_memory: Some(ilp.max_memory),
-            fits: Some(ilp.max_memory <= inst.usable_memory()),
+            fits: Some(memory_limit::fits(ilp.max_memory, inst.usable_memory())),
             ..Claimed::default()
         };
         let mut sol = solution(self, inst, ilp.plan.clone(), claimed, stats);

@@ -18,7 +18,7 @@
 //!
 //! Loads and memory come from the evaluator's own cost functions ([`stage_costs`],
 //! [`cut_costs`], [`pipeline_resources`]) and are added up in the same order, and the memory test
-//! uses the evaluator's relative slack (1e-9), so [`evaluate`](pipeplan_formulations::evaluate())
+//! uses the evaluator's relative slack ([`memory_limit`]), so [`evaluate`](pipeplan_formulations::evaluate())
 //! of the plan at the returned period fits, and does not fit below it (unless it is the largest
 //! load). The breakpoint search compares sums with `T` exactly; the evaluator's 1F1B* accepts a
 //! slack of 1e-12 (rounding of sums), which can only group at least as tightly, i.e. use at most
@@ -28,15 +28,11 @@ use pipeplan_formulations::cost::{cut_costs, stage_costs};
 use pipeplan_formulations::evaluate::pipeline_resources;
 use pipeplan_formulations::instance::ScheduleKind;
 use pipeplan_formulations::layer_order;
+use pipeplan_formulations::memory_limit;
 use pipeplan_formulations::one_f_one_b_star::{groups, Resource};
 use pipeplan_formulations::units::fmt_bytes;
 use pipeplan_formulations::{InputError, Instance, Plan, Schedule};
 use std::fmt;
-
-/// Relative slack of the evaluator when it compares a GPU's memory with the limit
-/// (`evaluate.rs`, `MEM_TOL`, private there): a GPU fits when its memory is at most
-/// `limit * (1 + MEM_TOL)`.
-pub const MEM_TOL: f64 = 1e-9;
 
 /// The valid period of a contiguous plan and what 1F1B* keeps at it.
 #[derive(Debug, Clone, PartialEq)]
@@ -377,7 +373,7 @@ impl<'a> Pipeline<'a> {
             .map(|&r| res_group[r])
             .collect();
         let mem = self.memory(&group);
-        if mem.iter().all(|&m| m <= self.limit * (1.0 + MEM_TOL)) {
+        if mem.iter().all(|&m| memory_limit::fits(m, self.limit)) {
             Ok(())
         } else {
             Err(self.no_fit(&mem))
@@ -386,7 +382,7 @@ impl<'a> Pipeline<'a> {
 
     /// The worst GPU among those that do not fit with `mem` (meaningful at `t = inf`).
     fn no_fit(&self, mem: &[f64]) -> NoValidPeriod {
-        let tol = self.limit * (1.0 + MEM_TOL);
+        let tol = memory_limit::cap(self.limit);
         let failing: Vec<u32> = (0..mem.len() as u32)
             .filter(|&g| mem[g as usize] > tol)
             .collect();

@@ -2,6 +2,7 @@
 
 use crate::deadline::Deadline;
 use pipeplan_formulations::madpipe::MadChain;
+use pipeplan_formulations::memory_limit;
 use rayon::prelude::*;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -37,7 +38,7 @@ impl<'a> Dp<'a> {
         Dp {
             mc,
             t_hat,
-            limit: mc.memory * (1.0 + MEM_TOL),
+            limit: memory_limit::cap(mc.memory),
             gt: Grid::new(opts.grid_t, ranges.load),
             gm: Grid::new(opts.grid_m, mc.memory),
             gv: Grid::new(opts.grid_v, ranges.delay),

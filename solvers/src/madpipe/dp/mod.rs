@@ -76,8 +76,6 @@ pub use search::{madpipe_dp, madpipe_dp_at};
 use kernel::*;
 use state::*;
 
-/// Relative slack when comparing memory with the limit (as the evaluator does).
-const MEM_TOL: f64 = 1e-9;
 /// Relative slack of the group count `ceil(x / T^)`: `x` within `GROUP_TOL T^` above a multiple
 /// of T^ counts as that multiple (absorbs rounding of sums, like 1F1B*'s own tolerance).
 const GROUP_TOL: f64 = 1e-12;

@@ -3,6 +3,7 @@
 use crate::algorithm::SolveError;
 use crate::deadline::Deadline;
 use pipeplan_formulations::madpipe::MadChain;
+use pipeplan_formulations::memory_limit;
 use pipeplan_formulations::units::{fmt_bytes, fmt_ms};
 use pipeplan_formulations::{InputError, Instance, Stage};
 
@@ -397,7 +398,7 @@ pub(super) fn infeasible_message(
         fmt_bytes(mem),
         fmt_ms(t_max)
     );
-    if need > mem * (1.0 + MEM_TOL) {
+    if !memory_limit::fits(need, mem) {
         return format!(
             "{head}: layer {heaviest} ({}) needs {} for its model states alone ({} weight \
              copies); GPUs have {}",
@@ -408,7 +409,7 @@ pub(super) fn infeasible_message(
         );
     }
     let states = mc.states(0, n);
-    if states > gpus as f64 * mem * (1.0 + MEM_TOL) {
+    if !memory_limit::fits(states, gpus as f64 * mem) {
         return format!(
             "{head}: the model states alone need {} in total; {gpus} GPUs hold {}",
             fmt_bytes(states),

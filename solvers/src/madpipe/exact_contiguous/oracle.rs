@@ -1,9 +1,9 @@
 //! The oracle: for a threshold `T`, a feasible contiguous partition if one exists (the dynamic
 //! program over suffixes of the module docs).
 
-use super::super::valid_period::MEM_TOL;
 use pipeplan_formulations::cost::state_copies;
 use pipeplan_formulations::instance::{Chain, ScheduleKind};
+use pipeplan_formulations::memory_limit;
 use pipeplan_formulations::Instance;
 
 /// One 1F1B* group state of a suffix: group index and load in the open group.
@@ -59,7 +59,7 @@ impl Model {
             chain: inst.chain(),
             // Same expression as the evaluator's `stage_cost`.
             copies: state_copies(inst, ScheduleKind::Async),
-            limit: inst.usable_memory() * (1.0 + MEM_TOL),
+            limit: memory_limit::cap(inst.usable_memory()),
             link_bw,
             homogeneous,
             link_period,

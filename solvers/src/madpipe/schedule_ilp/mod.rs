@@ -105,6 +105,7 @@
 use crate::algorithm::{SolveError, Stats, Status, Stop};
 use crate::deadline::Deadline;
 use model::Phase;
+use pipeplan_formulations::memory_limit;
 use pipeplan_formulations::plan::{Plan, Stage};
 use pipeplan_formulations::{InputError, Instance};
 use std::time::{Duration, Instant};
@@ -339,7 +340,7 @@ pub fn least_period_within(
     } = b;
     // The least-memory pattern at the period found, if time remains; else the feasible one.
     let mut sched = match alloc.least_memory_at(hi, opts.objective, deadline, &mut counts) {
-        Ok(s) if s.max_memory <= limit * (1.0 + 1e-9) => s,
+        Ok(s) if memory_limit::fits(s.max_memory, limit) => s,
         Ok(_) => {
             notes.push("the final least-memory solve did not finish; pattern as found".into());
             alloc.schedule(&best, hi, IlpGoal::LeastPeriod)?

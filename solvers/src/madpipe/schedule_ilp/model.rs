@@ -8,6 +8,7 @@ use crate::ilp::{self, IlpStatus, Tuning};
 use good_lp::solvers::highs::HighsProblem;
 use good_lp::{constraint, variable, Expression, ProblemVariables, SolverModel, Variable};
 use pipeplan_formulations::cost::stage_costs;
+use pipeplan_formulations::memory_limit;
 use pipeplan_formulations::plan::{OpKind, Plan, Schedule, Stage};
 use pipeplan_formulations::simulate::{plan_operations, OpId, ResourceId};
 use pipeplan_formulations::units::fmt_bytes;
@@ -207,7 +208,7 @@ impl<'a> Alloc<'a> {
     pub(super) fn check_floor(&self, limit: f64) -> Result<(), SolveError> {
         for ((g, on), c) in self.gpus.iter().zip(&self.constant) {
             let floor = c + on.iter().map(|&s| self.act[s]).sum::<f64>();
-            if floor > limit * (1.0 + 1e-9) {
+            if !memory_limit::fits(floor, limit) {
                 return Err(SolveError::Infeasible(format!(
                     "GPU {g} needs at least {} at any period (model states, buffers and one \
                      micro-batch of activations for each of its stages {on:?}); it has {}",
