@@ -143,27 +143,6 @@ pub fn stage_costs(inst: &Instance, chain: &Chain, plan: &Plan) -> Vec<StageCost
         .collect()
 }
 
-/// Cost of one stage; `cut_before` / `cut_after` say whether it exchanges data with another
-/// device group on that side (for the buffers).
-pub fn stage_cost(
-    inst: &Instance,
-    chain: &Chain,
-    st: &Stage,
-    kind: ScheduleKind,
-    cut_before: bool,
-    cut_after: bool,
-) -> StageCost {
-    let extra = if st.has_memory_actions() {
-        let model = ActionModel::or_chain(inst, chain);
-        let idle = idle_lower_bounds(chain, &vec![1.0; chain.len()]);
-        Some((model, idle))
-    } else {
-        None
-    };
-    let extra = extra.as_ref().map(|(m, i)| (m, i.as_slice()));
-    stage_cost_with(inst, chain, st, kind, cut_before, cut_after, extra)
-}
-
 /// Whether the stage splits its layers' weights over a tensor-parallel group, so that an instance
 /// may measure its layers at its degree: tp above 1 and not a Ulysses group (which splits the
 /// sequence, not the weights).

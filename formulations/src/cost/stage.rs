@@ -9,8 +9,8 @@ use crate::plan::Stage;
 
 /// Cost of one stage with the swap/recompute model: `extra` = the per-layer model and the idle
 /// lower bounds of [`idle_lower_bounds`](super::idle_lower_bounds) (`None`: no actions, no
-/// workspace). [`stage_cost`](super::stage_cost) uses the model only when the stage has
-/// actions, with idle times for single-GPU stages.
+/// workspace). [`stage_costs`](super::stage_costs) passes it when
+/// [`ActionModel::needed`].
 pub fn stage_cost_with(
     inst: &Instance,
     chain: &Chain,
