@@ -45,6 +45,17 @@ fn a_galvatron_solution_exports_and_reads_back() {
         "--json",
     ]);
     assert_eq!(stdout(&a), stdout(&b));
+    // Exported again from the config read back: the same file, so nothing is lost on the way.
+    let again = ok(&[
+        "export",
+        "--plan-from",
+        "galvatron",
+        cfg.to_str().unwrap(),
+        &inst,
+        "--to",
+        "galvatron",
+    ]);
+    assert_eq!(stdout(&again), std::fs::read_to_string(&cfg).unwrap());
     let _ = std::fs::remove_file(sol);
     let _ = std::fs::remove_file(cfg);
 }

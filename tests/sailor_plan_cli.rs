@@ -123,7 +123,7 @@ fn evaluate_plan_from_sailor_judges_a_measured_run_as_accuracy_does() {
 }
 
 #[test]
-fn a_runtimes_plan_file_is_traced_plotted_and_explained_as_it_is_evaluated() {
+fn a_runtimes_plan_file_is_traced_plotted_explained_and_exported_as_it_is_evaluated() {
     let Some(root) = sailor() else { return };
     let dir = tempfile::tempdir().unwrap();
     let inst = dir.path().join("opt.json");
@@ -178,6 +178,23 @@ fn a_runtimes_plan_file_is_traced_plotted_and_explained_as_it_is_evaluated() {
     ok(&[&["plot", run, inst, "-o", svg_arg][..], &from].concat());
     let drawn = std::fs::read_to_string(&svg).unwrap();
     assert!(drawn.starts_with("<svg") && drawn.contains("plan_config_N4_D2"));
+
+    // export: the measured plan as Megatron-DeepSpeed arguments (its 24 decoder layers, 11 and
+    // 13 beside the embedding and the head).
+    let args = stdout(&ok(&[
+        &["export", run, inst, "--to", "megatron"][..],
+        &from,
+    ]
+    .concat()));
+    for want in [
+        "16 GPUs = tp 4 x pp 2 x dp 2",
+        "--num-layers 24",
+        "--decoder-first-pipeline-num-layers 11",
+        "--micro-batch-size 1",
+        "--global-batch-size 64",
+    ] {
+        assert!(args.contains(want), "{want}: {args}");
+    }
 
     // Without --plan-from the runtime's file is not a plan, and its options need the format.
     let out = pipeplan(&["trace", run, inst]);

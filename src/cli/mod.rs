@@ -381,7 +381,8 @@ pub struct CalibrateArgs {
 #[derive(Debug, Args)]
 pub struct ExportArgs {
     /// Plan file: a plan, or a solution (`solve --json` / `solve -o`; a Galvatron planner's
-    /// solution also carries its vocabulary tp, embedding sharding and global batch).
+    /// solution also carries its vocabulary tp, embedding sharding and global batch); with
+    /// `--plan-from`, another runtime's file.
     pub solution: PathBuf,
     /// Instance file (`-` reads standard input).
     pub instance: PathBuf,
@@ -391,6 +392,8 @@ pub struct ExportArgs {
     /// Write the file here instead of standard output (`-`: standard output).
     #[arg(long, short)]
     pub output: Option<PathBuf>,
+    #[command(flatten)]
+    pub from: PlanFromArgs,
     /// The constants the nearest plan's cost is evaluated with, when the runtime cannot run the
     /// plan (the exported file does not depend on them).
     #[command(flatten)]

@@ -15,6 +15,7 @@ pub mod sweep;
 mod trace;
 
 use crate::cli::{CalibrationArgs, Command, OutputArgs, PlanFromArgs, Reproduce};
+use pipeplan_formulations::export::RuntimePlan;
 use pipeplan_formulations::InputError;
 use pipeplan_solvers::algorithm::SolveError;
 use std::path::Path;
@@ -246,18 +247,11 @@ impl<'a> Judged<'a> {
         let inst = read_calibrated(inst_path, cal)?;
         let file = match from.plan_from {
             None => read_plan(plan_path)?,
-            Some(format) => {
-                let modules = from.modules.as_deref();
-                let noted = format.read_path(plan_path, modules, from.repair_layers, &inst)?;
-                for m in noted.messages(plan_path, "--repair-layers") {
-                    eprintln!("note: {m}");
-                }
-                PlanFile {
-                    plan: noted.plan.plan,
-                    algorithm: None,
-                    claimed_peaks: None,
-                }
-            }
+            Some(_) => PlanFile {
+                plan: read_runtime_plan(plan_path, from, &inst)?.plan,
+                algorithm: None,
+                claimed_peaks: None,
+            },
         };
         let plan = file.plan;
         let ev = pipeplan_formulations::evaluate(&inst, &plan)
@@ -277,6 +271,25 @@ impl<'a> Judged<'a> {
     pub fn blame(&self, e: InputError) -> InputError {
         blame(self.plan_path, self.inst_path, e)
     }
+}
+
+/// The plan file at `path` read in the runtime's format `from` names, on `inst` (PipeDream's
+/// modules and the Sailor mending as `from` asks), its notes printed on standard error; without
+/// a format, a plan or solution file.
+pub fn read_runtime_plan(
+    path: &Path,
+    from: &PlanFromArgs,
+    inst: &pipeplan_formulations::Instance,
+) -> Result<RuntimePlan, InputError> {
+    let Some(format) = from.plan_from else {
+        return RuntimePlan::from_json(&pipeplan_formulations::error::read_text(path)?)
+            .map_err(|e| e.in_file(path));
+    };
+    let noted = format.read_path(path, from.modules.as_deref(), from.repair_layers, inst)?;
+    for m in noted.messages(path, "--repair-layers") {
+        eprintln!("note: {m}");
+    }
+    Ok(noted.plan)
 }
 
 fn blame(plan: &Path, inst: &Path, e: InputError) -> InputError {

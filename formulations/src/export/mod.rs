@@ -10,14 +10,15 @@
 //! | `deepspeed` | `ds_config.json` and the `PipelineModule` split | [`deepspeed`] |
 //!
 //! A plan a runtime cannot run as it is is never rewritten silently: [`export`] returns
-//! [`ExportError::Inexpressible`] with every reason and the nearest plan the runtime runs, for
-//! the caller to evaluate and report.
+//! [`ExportError::Inexpressible`] with every reason and the nearest plan the runtime runs, which
+//! [`Inexpressible::message`] reports with both plans' evaluated costs.
 
 pub mod deepspeed;
 pub mod galvatron;
 pub mod layout;
 pub mod megatron;
 pub mod pipedream;
+mod refusal;
 pub mod torchtitan;
 
 use crate::error::InputError;
