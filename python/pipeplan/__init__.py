@@ -27,6 +27,7 @@ from ._errors import (
     UnsupportedError,
 )
 from ._evaluate import evaluate, explain, plan_chart, trace
+from ._export import export
 from ._instances import generate, import_profile, models
 from ._measured import accuracy, accuracy_chart, calibrate
 from ._native import Instance
@@ -48,6 +49,7 @@ __all__ = [
     "plan_chart",
     "trace",
     "explain",
+    "export",
     "accuracy_chart",
     "Chart",
     "calibrate",

@@ -16,7 +16,8 @@ class InstanceError(PipeplanError, ValueError):
 
 class UnsupportedError(InstanceError):
     """The algorithm does not handle this instance (e.g. Galvatron on a GPU count that is not a
-    power of two); the message says why."""
+    power of two), or a runtime cannot run the plan given to :func:`pipeplan.export`; the message
+    says why."""
 
 
 class InfeasibleError(PipeplanError):

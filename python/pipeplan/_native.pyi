@@ -90,6 +90,17 @@ def trace(plan: str, instance: Instance, periods: int) -> str:
 def explain(plan: str, instance: Instance) -> str:
     """Why a judged plan's figures are what they are (``pipeplan explain --json``)."""
 
+def export(
+    plan: str,
+    instance: Instance,
+    to: str,
+    plan_from: Optional[str],
+    modules: Optional[str],
+    repair_layers: bool,
+) -> Tuple[str, List[str]]:
+    """A plan or solution (JSON text), or with ``plan_from`` a runtime's plan file (its path), in
+    the runtime format ``to`` (``pipeplan export``), with the notes for the user."""
+
 def algorithms() -> str: ...
 def settings() -> str: ...
 def models() -> str: ...

@@ -1,13 +1,16 @@
 //! Judging a plan with the neutral evaluator (as `pipeplan evaluate`), explaining it (`explain`),
-//! and drawing or tracing it (`plot`, `trace`).
+//! drawing or tracing it (`plot`, `trace`), and writing it for a training runtime (`export`).
 
 use crate::errors::{error, input_error};
 use crate::instance::PyInstance;
 use crate::json;
 use pipeplan_formulations::evaluate::evaluate as judge;
+use pipeplan_formulations::export::{
+    export as export_as, ExportError, Format as ExportFormat, RuntimePlan,
+};
 use pipeplan_formulations::plan_from::PlanFormat;
 use pipeplan_formulations::timeline::trace::judged_trace;
-use pipeplan_formulations::Plan;
+use pipeplan_formulations::{InputError, Plan};
 use pipeplan_solvers::harness::Record;
 use pyo3::prelude::*;
 use std::path::PathBuf;
@@ -100,4 +103,55 @@ pub(crate) fn explain(
     Ok(json(&pipeplan_formulations::evaluate::explain::explain(
         inst, &plan, &ev,
     )))
+}
+
+/// A plan in a training runtime's format `to`, as `pipeplan export --to` writes it: `plan` is the
+/// JSON text of a plan or solution (a Galvatron solution's extras kept), or with `plan_from` the
+/// path of a runtime's plan file, read as `read_plan_file` reads it. Returns the text and what
+/// to tell the user; a plan the runtime cannot run raises `UnsupportedError` with the CLI's
+/// message (every reason, the nearest plan it runs and both evaluated costs).
+#[pyfunction]
+#[pyo3(signature = (plan, instance, to, plan_from, modules, repair_layers))]
+pub(crate) fn export(
+    py: Python<'_>,
+    plan: &str,
+    instance: &Bound<'_, PyInstance>,
+    to: &str,
+    plan_from: Option<&str>,
+    modules: Option<PathBuf>,
+    repair_layers: bool,
+) -> PyResult<(String, Vec<String>)> {
+    let inst = &instance.get().inner;
+    let to: ExportFormat = to.parse().map_err(|e| error(py, "InstanceError", e))?;
+    let (rp, told, file) = match plan_from {
+        None => {
+            let rp = RuntimePlan::from_json(plan).map_err(|e| input_error(py, &e))?;
+            (rp, Vec::new(), None)
+        }
+        Some(format) => {
+            let format: PlanFormat = format.parse().map_err(|e| error(py, "InstanceError", e))?;
+            let path = PathBuf::from(plan);
+            let noted = format
+                .read_path(&path, modules.as_deref(), repair_layers, inst)
+                .map_err(|e| input_error(py, &e))?;
+            let told = noted.messages(&path, "repair_layers");
+            (noted.plan, told, Some(path))
+        }
+    };
+    let in_file = |e: InputError| match &file {
+        Some(f) => e.in_file(f),
+        None => e,
+    };
+    match export_as(to, inst, &rp) {
+        Ok(text) => Ok((text, told)),
+        Err(ExportError::Input(e)) => Err(input_error(py, &in_file(e))),
+        Err(ExportError::Inexpressible(x)) => {
+            let message = x.message(inst, &rp.plan);
+            let message = match &file {
+                Some(f) => format!("{}: {message}", f.display()),
+                None => message,
+            };
+            Err(error(py, "UnsupportedError", message))
+        }
+    }
 }

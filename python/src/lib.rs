@@ -35,6 +35,7 @@ fn native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(evaluate::plan_svg, m)?)?;
     m.add_function(wrap_pyfunction!(evaluate::trace, m)?)?;
     m.add_function(wrap_pyfunction!(evaluate::explain, m)?)?;
+    m.add_function(wrap_pyfunction!(evaluate::export, m)?)?;
     m.add_function(wrap_pyfunction!(solve::algorithms, m)?)?;
     m.add_function(wrap_pyfunction!(solve::settings, m)?)?;
     m.add_function(wrap_pyfunction!(instances::models, m)?)?;

@@ -426,3 +426,39 @@ def test_a_runtimes_plan_files_chart_trace_and_explanation_are_the_clis(cli, sai
     a100 = pipeplan.import_profile("sailor", config, gpu_type="A100-40", nodes=4, batch=1)
     with pytest.warns(UserWarning, match=r"its GPUs are GH-96, the instance's A100-40"):
         pipeplan.plan_chart(run, a100, plan_from="sailor")
+
+
+def test_export_writes_what_the_cli_writes(cli, tmp_path):
+    inst = SMALL["bert-large"]()
+    sol = pipeplan.solve(inst, "galvatron-base", time_limit=30)
+    files = (tmp_path / "sol.json", tmp_path / "inst.json")
+    files[0].write_text(sol.to_json())
+    files[1].write_text(inst.to_json())
+    for to in ["galvatron", "megatron", "torchtitan"]:
+        theirs = cli("export", *files, "--to", to).stdout
+        assert pipeplan.export(sol, inst, to) == theirs
+        assert pipeplan.export(sol.to_dict(), inst, to) == theirs
+    # Galvatron's config read back and exported again: the same file, extras included.
+    config = tmp_path / "galvatron.json"
+    config.write_text(pipeplan.export(sol, inst, "galvatron"))
+    assert pipeplan.export(config, inst, "galvatron", plan_from="galvatron") == config.read_text()
+    # A runtime that cannot run the plan: the CLI's reasons and nearest plan, nothing returned.
+    out = cli("export", *files, "--to", "pipedream", ok=False)
+    assert out.returncode == 2
+    with pytest.raises(pipeplan.UnsupportedError, match="nearest plan it runs") as refused:
+        pipeplan.export(sol, inst, "pipedream")
+    assert out.stderr.strip() == f"error: {files[0]}: {refused.value}"
+    with pytest.raises(pipeplan.InstanceError, match="unknown export format"):
+        pipeplan.export(sol, inst, "jax")
+    with pytest.raises(TypeError, match="plan_from"):
+        pipeplan.export(sol, inst, "megatron", repair_layers=True)
+
+
+def test_export_of_a_runtimes_plan_file_is_the_clis(cli, sailor_root, tmp_path):
+    config, run, gh200 = _opt350_n4_d2(sailor_root)
+    (tmp_path / "gh200.json").write_text(gh200.to_json())
+    theirs = cli(
+        "export", "--plan-from", "sailor", run, tmp_path / "gh200.json", "--to", "megatron"
+    ).stdout
+    ours = pipeplan.export(run, gh200, "megatron", plan_from="sailor")
+    assert ours == theirs and "--pipeline-model-parallel-size 2" in ours

@@ -212,7 +212,8 @@ impl From<InputError> for ExportError {
     }
 }
 
-/// The plan in the runtime's format, after checking it against the instance.
+/// The plan in the runtime's format (the file's text, ending with a newline), after checking it
+/// against the instance.
 pub fn export(format: Format, inst: &Instance, rp: &RuntimePlan) -> Result<String, ExportError> {
     if rp.plan.order.is_some() {
         // The runtime sees the layers in the plan's order (resolving checks it; the plan is
@@ -239,7 +240,11 @@ pub fn export(format: Format, inst: &Instance, rp: &RuntimePlan) -> Result<Strin
             nearest: format.nearest(inst, &rp.plan),
         })));
     }
-    Ok(format.write(inst, rp)?)
+    let mut text = format.write(inst, rp)?;
+    if !text.ends_with('\n') {
+        text.push('\n');
+    }
+    Ok(text)
 }
 
 /// The plan with its Ulysses stages run as tensor parallelism (what the other runtimes write).
