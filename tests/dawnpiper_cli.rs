@@ -28,7 +28,7 @@ fn max_batch_rejects_unknown_algorithms() {
     let out = pipeplan(&[
         "max-batch",
         "instances/inception-v3-1000px-b8-4gpu-6gib.json",
-        "--algo",
+        "-a",
         "nope",
     ]);
     assert_eq!(out.status.code(), Some(2));

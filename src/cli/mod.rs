@@ -478,7 +478,12 @@ pub struct MaxBatchArgs {
     /// Instance file (`-` reads standard input).
     pub instance: PathBuf,
     /// Algorithms (repeat or comma-separate; default: all that support the instance).
-    #[arg(long = "algo", visible_alias = "algos", value_delimiter = ',')]
+    #[arg(
+        short = 'a',
+        long = "algo",
+        visible_alias = "algos",
+        value_delimiter = ','
+    )]
     pub algos: Vec<String>,
     /// One row per value of a setting, KEY=V1,V2,... (repeatable), for the algorithms that take
     /// KEY. Default: the values each algorithm declares worth comparing (DawnPiper's memopt on
