@@ -48,10 +48,7 @@ fn async_plan(stages: &[Stage], period: Option<f64>) -> Plan {
     Plan {
         order: None,
         stages: stages.to_vec(),
-        schedule: Schedule::Async {
-            period,
-            pattern: None,
-        },
+        schedule: Schedule::one_f_one_b_star(period),
     }
 }
 

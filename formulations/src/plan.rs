@@ -161,14 +161,20 @@ impl Schedule {
         Schedule::of_kind(inst.training.schedule)
     }
 
+    /// The asynchronous schedule at `period` (`None`: the least period the loads allow) with the
+    /// implied 1F1B* pattern.
+    pub fn one_f_one_b_star(period: Option<f64>) -> Schedule {
+        Schedule::Async {
+            period,
+            pattern: None,
+        }
+    }
+
     /// The schedule of a family with nothing given: implied 1F1B* at the least period for async,
     /// the instance's micro-batch count for synchronous schedules.
     pub fn of_kind(kind: ScheduleKind) -> Schedule {
         match kind {
-            ScheduleKind::Async => Schedule::Async {
-                period: None,
-                pattern: None,
-            },
+            ScheduleKind::Async => Schedule::one_f_one_b_star(None),
             ScheduleKind::OneFOneB => Schedule::OneFOneB {
                 micro_batches: None,
                 micro_batch: None,

@@ -159,13 +159,7 @@ fn close(a: f64, b: f64) -> bool {
 
 /// Checks every claim of the module docs on one plan at period `t`.
 fn check(inst: &Instance, ends: &[usize], t: f64) -> Result<(), TestCaseError> {
-    let plan = Plan::contiguous(
-        ends,
-        Schedule::Async {
-            period: Some(t),
-            pattern: None,
-        },
-    );
+    let plan = Plan::contiguous(ends, Schedule::one_f_one_b_star(Some(t)));
     let (res, of_stage) = resources(inst, &plan);
     let p = ends.len();
     prop_assert_eq!(res.len(), 2 * p - 1, "2P - 1 resources");

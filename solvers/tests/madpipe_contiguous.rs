@@ -20,9 +20,7 @@ use pipeplan_formulations::testing::proptest_config;
 use pipeplan_formulations::{Plan, Schedule};
 use pipeplan_solvers::harness::run;
 use pipeplan_solvers::madpipe::exact_contiguous::contiguous_optimum;
-use pipeplan_solvers::madpipe::valid_period::{
-    async_schedule, star_memory, valid_period, ValidPeriodError,
-};
+use pipeplan_solvers::madpipe::valid_period::{star_memory, valid_period, ValidPeriodError};
 use pipeplan_solvers::{registry, SolveError, SolveOptions, Status};
 use pipeplan_solvers::{Deadline, ObjectiveKind};
 use proptest::prelude::*;
@@ -131,7 +129,7 @@ fn partitions(n: usize, min: usize, max: usize) -> Vec<Vec<usize>> {
 
 /// The evaluator's resource loads for a contiguous partition.
 fn loads(inst: &Instance, ends: &[usize]) -> Vec<f64> {
-    let plan = Plan::contiguous(ends, async_schedule(None));
+    let plan = Plan::contiguous(ends, Schedule::one_f_one_b_star(None));
     let chain = inst.chain();
     let (res, _) = pipeline_resources(
         &stage_costs(inst, &chain, &plan),
@@ -142,7 +140,7 @@ fn loads(inst: &Instance, ends: &[usize]) -> Vec<f64> {
 }
 
 fn at(ends: &[usize], t: f64) -> Plan {
-    Plan::contiguous(ends, async_schedule(Some(t)))
+    Plan::contiguous(ends, Schedule::one_f_one_b_star(Some(t)))
 }
 
 /// Brute force: the least sum of consecutive loads (at least the largest load) at which the
@@ -188,7 +186,7 @@ fn tighten(inst: &Instance, ends: &[usize], f: f64) -> Instance {
     if max <= 0.0 {
         return inst.clone();
     }
-    let plan = Plan::contiguous(ends, async_schedule(None));
+    let plan = Plan::contiguous(ends, Schedule::one_f_one_b_star(None));
     let worst = |t: f64| {
         star_memory(inst, &plan, t)
             .unwrap()
@@ -375,7 +373,7 @@ proptest! {
         let max = l.iter().copied().fold(0.0, f64::max);
         prop_assume!(max > 0.0);
         let (lo, hi) = (max * a.min(b), max * a.max(b));
-        let plan = Plan::contiguous(ends, async_schedule(None));
+        let plan = Plan::contiguous(ends, Schedule::one_f_one_b_star(None));
         let m_lo = star_memory(&inst, &plan, lo).unwrap();
         let m_hi = star_memory(&inst, &plan, hi).unwrap();
         for s in 0..ends.len() {
@@ -518,7 +516,7 @@ fn uncovered_chains_and_low_periods_get_precise_errors() {
     );
     let e = valid_period(&inst, &[1, 0, 2]).unwrap_err().to_string();
     assert!(e.starts_with("ends[1]: stage 1 would be empty"), "{e}");
-    let plan = Plan::contiguous(&[0, 2], async_schedule(None));
+    let plan = Plan::contiguous(&[0, 2], Schedule::one_f_one_b_star(None));
     let e = star_memory(&inst, &plan, 4.0).unwrap_err().to_string();
     assert!(
         e.contains("4 ms is below the load 6.000000 ms of stage 1"),

@@ -501,10 +501,7 @@ pub fn one_f_one_b_star_pattern(
     t: Option<f64>,
 ) -> Result<Pattern, InputError> {
     let mut p = plan.clone();
-    p.schedule = Schedule::Async {
-        period: t,
-        pattern: None,
-    };
+    p.schedule = Schedule::one_f_one_b_star(t);
     if !p.is_contiguous() {
         return Err(InputError::field(
             "plan.stages",

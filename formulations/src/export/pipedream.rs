@@ -143,10 +143,7 @@ pub fn nearest(_inst: &Instance, plan: &Plan) -> Plan {
     Plan {
         order: None,
         stages,
-        schedule: Schedule::Async {
-            period: None,
-            pattern: None,
-        },
+        schedule: Schedule::one_f_one_b_star(None),
     }
 }
 

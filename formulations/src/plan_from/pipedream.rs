@@ -71,10 +71,7 @@ pub fn read(text: &str, inst: &Instance, opts: &ReadOptions) -> Result<RuntimePl
     Ok(RuntimePlan::of(Plan {
         order: crate::layer_order::plan_order(order),
         stages,
-        schedule: Schedule::Async {
-            period: None,
-            pattern: None,
-        },
+        schedule: Schedule::one_f_one_b_star(None),
     }))
 }
 

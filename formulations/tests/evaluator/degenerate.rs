@@ -22,13 +22,7 @@ fn all_zero_times_async() {
     // (§3, starts in [0, T)). The evaluator used to take T = 0, build 1F1B* with NaN starts and
     // blame the schedule it had chosen itself (fits = false, infinite throughput).
     let inst = all_zero_times();
-    let implied = Plan::contiguous(
-        &[1],
-        Schedule::Async {
-            period: None,
-            pattern: None,
-        },
-    );
+    let implied = Plan::contiguous(&[1], Schedule::one_f_one_b_star(None));
     let (field, message) = field_and_message(evaluate(&inst, &implied));
     assert_eq!(field, "plan.schedule.period");
     assert!(message.contains("takes 0 ms"), "{message}");
@@ -42,14 +36,7 @@ fn all_zero_times_async() {
     // Given a period, the plan is judged normally. Its operations take no time, so the simulator
     // (half-open lifetimes, from the start of F to the end of B) sees no micro-batch in flight:
     // only the model states, 3 W, remain.
-    let ev = eval(
-        &inst,
-        &[1],
-        Schedule::Async {
-            period: Some(2.0),
-            pattern: None,
-        },
-    );
+    let ev = eval(&inst, &[1], Schedule::one_f_one_b_star(Some(2.0)));
     assert!(ev.fits && ev.notes.is_empty(), "{:?}", ev.notes);
     assert_eq!(ev.valid_schedule, Some(true));
     assert_eq!(ev.in_flight, vec![0]);
@@ -104,14 +91,7 @@ fn all_zero_times_synchronous() {
 fn zero_compute_with_communication_or_gradient_sync() {
     // No compute, but 10 B cross the link at 10 kB/s: the link's load (1 + 1 ms) sets the period.
     let inst = instance(&[(0.0, 0.0, 1.0, 10.0, None); 2], 0.0, 2, 1e4);
-    let ev = eval(
-        &inst,
-        &[0, 1],
-        Schedule::Async {
-            period: None,
-            pattern: None,
-        },
-    );
+    let ev = eval(&inst, &[0, 1], Schedule::one_f_one_b_star(None));
     assert_close(ev.period_ms.unwrap(), 2.0);
     assert_eq!(ev.valid_schedule, Some(true));
     // Loads 0, 2, 0 at T = 2: one group. Stage 0 holds its micro-batch while the link works
@@ -150,14 +130,7 @@ fn zero_compute_with_communication_or_gradient_sync() {
 fn single_layer_single_gpu() {
     // F 2, B 3, W 100, input 7; one GPU, no link, no all-reduce.
     let inst = instance(&[(2.0, 3.0, 100.0, 50.0, None)], 7.0, 1, 1e4);
-    let ev = eval(
-        &inst,
-        &[0],
-        Schedule::Async {
-            period: None,
-            pattern: None,
-        },
-    );
+    let ev = eval(&inst, &[0], Schedule::one_f_one_b_star(None));
     assert_close(ev.period_ms.unwrap(), 5.0);
     assert_eq!(ev.in_flight, vec![1]);
     // 3 W (two versions + gradient) + the input, no buffers.
@@ -195,14 +168,7 @@ fn smaller_micro_batch_scales_times_and_activations() {
     // Profiled at batch 8, trained at micro-batch 2: times and activations x 1/4, weights not.
     let mut inst = instance(&[(4.0, 8.0, 100.0, 40.0, None)], 40.0, 1, 1e4);
     inst.training.micro_batch = Some(2);
-    let ev = eval(
-        &inst,
-        &[0],
-        Schedule::Async {
-            period: None,
-            pattern: None,
-        },
-    );
+    let ev = eval(&inst, &[0], Schedule::one_f_one_b_star(None));
     assert_close(ev.period_ms.unwrap(), 3.0);
     assert_all_close(&ev.peak_memory, &[300.0 + 10.0]);
     assert_close(ev.throughput, 2.0 / 3.0 * 1e3);
@@ -214,13 +180,7 @@ fn instances_built_in_code_are_validated() {
     // evaluator validates the instance first and names the field.
     let mut inst = two_stage();
     inst.cluster.bandwidth.intra_node = 0.0;
-    let plan = Plan::contiguous(
-        &[0, 1],
-        Schedule::Async {
-            period: None,
-            pattern: None,
-        },
-    );
+    let plan = Plan::contiguous(&[0, 1], Schedule::one_f_one_b_star(None));
     assert_eq!(
         field_and_message(evaluate(&inst, &plan)).0,
         "cluster.bandwidth.intra_node"
@@ -244,13 +204,7 @@ fn instances_built_in_code_are_validated() {
 fn overflowing_sums_are_an_error_not_infinity() {
     // Each weight is finite, their model states (3 x 2e308) are not.
     let inst = instance(&[(1.0, 1.0, 1e308, 1.0, None); 2], 1.0, 1, 1e4);
-    let plan = Plan::contiguous(
-        &[1],
-        Schedule::Async {
-            period: None,
-            pattern: None,
-        },
-    );
+    let plan = Plan::contiguous(&[1], Schedule::one_f_one_b_star(None));
     let (field, message) = field_and_message(evaluate(&inst, &plan));
     assert_eq!(field, "model");
     assert!(message.contains("overflows"), "{message}");
@@ -258,10 +212,7 @@ fn overflowing_sums_are_an_error_not_infinity() {
     let inst = instance(&[(1e308, 1.0, 1.0, 1.0, None); 2], 1.0, 1, 1e4);
     for schedule in [
         plan.schedule.clone(),
-        Schedule::Async {
-            period: Some(5.0),
-            pattern: None,
-        },
+        Schedule::one_f_one_b_star(Some(5.0)),
         Schedule::Gpipe {
             micro_batches: None,
             micro_batch: None,
@@ -281,13 +232,7 @@ fn overflowing_sums_are_an_error_not_infinity() {
 #[test]
 fn simulator_refuses_a_non_positive_period() {
     let inst = two_stage();
-    let plan = Plan::contiguous(
-        &[0, 1],
-        Schedule::Async {
-            period: None,
-            pattern: None,
-        },
-    );
+    let plan = Plan::contiguous(&[0, 1], Schedule::one_f_one_b_star(None));
     let good = one_f_one_b_star_pattern(&inst, &plan, None).unwrap();
     assert!(simulate(&inst, &plan, &good).is_ok());
     for t in [0.0, -5.0, f64::NAN, f64::INFINITY] {

@@ -109,9 +109,6 @@ fn single_stage(dp: u32, tp: u32, sdp: bool) -> Plan {
             checkpoint: Vec::new(),
             ..Stage::single(0, 0, 0)
         }],
-        schedule: Schedule::Async {
-            period: None,
-            pattern: None,
-        },
+        schedule: Schedule::one_f_one_b_star(None),
     }
 }

@@ -121,13 +121,7 @@ fn malformed_plans_name_the_field() {
     );
     for t in [0.0, -1.0, f64::NAN, 3.9] {
         assert_eq!(
-            field_of(
-                &inst,
-                &with(Schedule::Async {
-                    period: Some(t),
-                    pattern: None
-                })
-            ),
+            field_of(&inst, &with(Schedule::one_f_one_b_star(Some(t)))),
             "plan.schedule.period",
             "T = {t}"
         );
@@ -144,10 +138,7 @@ fn malformed_plans_name_the_field() {
             &Plan {
                 order: None,
                 stages: shared.clone(),
-                schedule: Schedule::Async {
-                    period: None,
-                    pattern: None
-                }
+                schedule: Schedule::one_f_one_b_star(None)
             }
         ),
         "plan.schedule.pattern"

@@ -140,14 +140,7 @@ fn synchronous_gradient_allreduce_is_added_once() {
 #[test]
 fn async_default_period_is_the_largest_load() {
     let inst = two_stage();
-    let ev = eval(
-        &inst,
-        &[0, 1],
-        Schedule::Async {
-            period: None,
-            pattern: None,
-        },
-    );
+    let ev = eval(&inst, &[0, 1], Schedule::one_f_one_b_star(None));
     assert_close(ev.period_ms.unwrap(), 5.0);
     assert_eq!(ev.iteration_ms, None);
     assert_eq!(ev.valid_schedule, Some(true));
@@ -166,14 +159,7 @@ fn async_default_period_is_the_largest_load() {
 fn async_period_given() {
     let inst = two_stage();
     for (t, g) in [(6.0, vec![2, 1]), (7.0, vec![2, 1]), (11.0, vec![1, 1])] {
-        let ev = eval(
-            &inst,
-            &[0, 1],
-            Schedule::Async {
-                period: Some(t),
-                pattern: None,
-            },
-        );
+        let ev = eval(&inst, &[0, 1], Schedule::one_f_one_b_star(Some(t)));
         assert_eq!(ev.in_flight, g, "T = {t}");
         assert_close(ev.period_ms.unwrap(), t);
         assert_close(ev.throughput, 8.0 / t * 1e3);
@@ -186,14 +172,7 @@ fn async_period_given() {
 fn async_does_not_fit_in_memory() {
     let mut inst = two_stage();
     inst.cluster.memory = 600.0;
-    let ev = eval(
-        &inst,
-        &[0, 1],
-        Schedule::Async {
-            period: None,
-            pattern: None,
-        },
-    );
+    let ev = eval(&inst, &[0, 1], Schedule::one_f_one_b_star(None));
     assert_eq!(ev.valid_schedule, Some(true));
     assert!(!ev.fits);
     assert!(

@@ -90,10 +90,7 @@ fn data_parallel_stage_divides_its_buffers() {
             },
             Stage::single(1, 1, 2),
         ],
-        schedule: Schedule::Async {
-            period: Some(100.0),
-            pattern: None,
-        },
+        schedule: Schedule::one_f_one_b_star(Some(100.0)),
     };
     let ev = evaluate(&inst, &plan).unwrap();
     assert_eq!(ev.in_flight, vec![1, 1]);
@@ -114,24 +111,11 @@ fn checkpointing_keeps_the_input_and_one_transient() {
         2,
         4e3,
     );
-    let plain = eval(
-        &inst,
-        &[0, 1],
-        Schedule::Async {
-            period: None,
-            pattern: None,
-        },
-    );
+    let plain = eval(&inst, &[0, 1], Schedule::one_f_one_b_star(None));
     // Loads 5, 2, 2 at T = 5: stage 0 in group 2.
     assert_eq!(plain.in_flight, vec![2, 1]);
     assert_all_close(&plain.peak_memory, &[2.0 * 100.0 + 8.0, 4.0 + 8.0]);
-    let mut plan = Plan::contiguous(
-        &[0, 1],
-        Schedule::Async {
-            period: None,
-            pattern: None,
-        },
-    );
+    let mut plan = Plan::contiguous(&[0, 1], Schedule::one_f_one_b_star(None));
     plan.stages[0].checkpoint = vec![0];
     let ck = evaluate(&inst, &plan).unwrap();
     // The backward recomputes the forward: loads 7, 2, 2 at T = 7, still group 2.

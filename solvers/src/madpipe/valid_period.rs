@@ -173,7 +173,10 @@ pub fn check_ends(inst: &Instance, ends: &[usize]) -> Result<(), InputError> {
 /// `s`. See the module docs.
 pub fn valid_period(inst: &Instance, ends: &[usize]) -> Result<ValidPeriod, ValidPeriodError> {
     check_ends(inst, ends)?;
-    valid_period_of_plan(inst, &Plan::contiguous(ends, async_schedule(None)))
+    valid_period_of_plan(
+        inst,
+        &Plan::contiguous(ends, Schedule::one_f_one_b_star(None)),
+    )
 }
 
 /// The valid period of any plan whose stages do not share GPUs (device groups may hold several
@@ -249,14 +252,6 @@ pub fn star_memory(inst: &Instance, plan: &Plan, t: f64) -> Result<StarMemory, I
         return star_memory(&inst, &plan, t);
     }
     Pipeline::new(inst, plan)?.star(t)
-}
-
-/// The asynchronous schedule at a given period with the implied 1F1B* pattern.
-pub fn async_schedule(period: Option<f64>) -> Schedule {
-    Schedule::Async {
-        period,
-        pattern: None,
-    }
 }
 
 /// What a planner of the family notes when it plans the asynchronous 1F1B* schedule on an
@@ -528,7 +523,7 @@ mod tests {
     #[test]
     fn period_below_the_load_is_named() {
         let i = inst("100 GiB");
-        let plan = Plan::contiguous(&[0, 2], async_schedule(None));
+        let plan = Plan::contiguous(&[0, 2], Schedule::one_f_one_b_star(None));
         let e = star_memory(&i, &plan, 5.0).unwrap_err().to_string();
         assert!(e.contains("below the load 6.000000 ms of stage 1"), "{e}");
         let e = star_memory(&i, &plan, -1.0).unwrap_err().to_string();

@@ -23,7 +23,7 @@ proptest! {
             }
             let Some(e) = exact_model(&mc, t_hat, alloc.len(), &alloc) else { continue };
             let ends: Vec<usize> = alloc.iter().map(|s| s.1 - 1).collect();
-            let plan = Plan::contiguous(&ends, Schedule::Async { period: Some(t_hat), pattern: None });
+            let plan = Plan::contiguous(&ends, Schedule::one_f_one_b_star(Some(t_hat)));
             let ev = evaluate(&inst, &plan).unwrap();
             prop_assert_eq!(ev.valid_schedule, Some(true));
             for (s, m) in e.memory.iter().enumerate() {
@@ -57,7 +57,7 @@ proptest! {
             }
             for (t, stages) in cases {
                 let ends: Vec<usize> = stages.iter().map(|s| s.0).collect();
-                let plan = Plan::contiguous(&ends, Schedule::Async { period: Some(t), pattern: None });
+                let plan = Plan::contiguous(&ends, Schedule::one_f_one_b_star(Some(t)));
                 let ev = evaluate(&inst, &plan).unwrap();
                 prop_assert!(ev.fits, "{:?}", ev.notes);
                 for (g, &(_, claimed)) in stages.iter().enumerate() {

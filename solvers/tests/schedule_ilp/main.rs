@@ -2,7 +2,7 @@
 //!
 //! - Proposition 1 of the MadPipe paper: on random contiguous allocations (2-4 stages, with and
 //!   without communications) and several periods, the ILP's least memory of every GPU equals
-//!   1F1B*'s (the evaluator's peak memory at `Schedule::Async { period: Some(T), pattern: None }`);
+//!   1F1B*'s (the evaluator's peak memory at `Schedule::one_f_one_b_star(Some(T))`);
 //! - every returned pattern passes the evaluator (`valid_schedule == Some(true)`, `fits`) with
 //!   the peak memory the ILP claims;
 //! - the least period of a contiguous allocation equals 1F1B*'s valid period (the least
@@ -60,14 +60,7 @@ fn opts() -> IlpOptions {
 }
 
 fn contiguous(ends: &[usize]) -> Vec<Stage> {
-    Plan::contiguous(
-        ends,
-        Schedule::Async {
-            period: None,
-            pattern: None,
-        },
-    )
-    .stages
+    Plan::contiguous(ends, Schedule::one_f_one_b_star(None)).stages
 }
 
 /// The asynchronous plan of `stages` at `period` (`None`: the least the loads allow), with no
@@ -76,10 +69,7 @@ fn async_plan(stages: &[Stage], period: Option<f64>) -> Plan {
     Plan {
         order: None,
         stages: stages.to_vec(),
-        schedule: Schedule::Async {
-            period,
-            pattern: None,
-        },
+        schedule: Schedule::one_f_one_b_star(period),
     }
 }
 

@@ -38,7 +38,7 @@
 mod diagnose;
 mod oracle;
 
-use super::valid_period::{async_schedule, async_schedule_note, valid_period, ValidPeriod};
+use super::valid_period::{async_schedule_note, valid_period, ValidPeriod};
 use crate::algorithm::{
     solution, Algorithm, Claimed, Context, Family, Objective, ObjectiveKind, Solution, SolveError,
     Stats, Status,
@@ -46,7 +46,7 @@ use crate::algorithm::{
 use crate::deadline::Deadline;
 use crate::settings::{Kind, Param};
 use oracle::Model;
-use pipeplan_formulations::{InputError, Instance, Plan};
+use pipeplan_formulations::{InputError, Instance, Plan, Schedule};
 
 /// The exact contiguous optimum (see the module docs).
 pub struct ExactContiguous;
@@ -71,7 +71,7 @@ impl ContiguousOptimum {
     /// The plan (stage s on GPU s, 1F1B* at the valid period) and what it claims of it.
     pub fn plan_and_claims(&self, inst: &Instance) -> (Plan, Claimed) {
         let t = self.valid.period;
-        let plan = Plan::contiguous(&self.ends, async_schedule(Some(t)));
+        let plan = Plan::contiguous(&self.ends, Schedule::one_f_one_b_star(Some(t)));
         let claimed = Claimed {
             objective: Some(Objective::new(ObjectiveKind::AsyncPeriod, t)),
             period_ms: Some(t),

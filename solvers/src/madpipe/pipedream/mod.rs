@@ -57,9 +57,7 @@
 //! stated in the notes; when no period fits the memory, the solve fails with the GPU that does
 //! not fit.
 
-use super::valid_period::{
-    async_schedule, async_schedule_note, valid_period_of_plan, ValidPeriodError,
-};
+use super::valid_period::{async_schedule_note, valid_period_of_plan, ValidPeriodError};
 use crate::algorithm::{
     solution, Algorithm, Claimed, Context, Family, Objective, ObjectiveKind, Solution, SolveError,
     Stats, Status, Unsupported,
@@ -67,7 +65,7 @@ use crate::algorithm::{
 use crate::settings::{Kind, Param};
 use pipeplan_formulations::instance::Traffic;
 use pipeplan_formulations::units::fmt_bytes;
-use pipeplan_formulations::{InputError, Instance, Plan, Stage};
+use pipeplan_formulations::{InputError, Instance, Plan, Schedule, Stage};
 
 /// PipeDream's planner followed by its valid 1F1B* period (see the module docs).
 pub struct PipeDream;
@@ -114,7 +112,7 @@ pub fn pd_plan(part: &PdPartition) -> Plan {
     Plan {
         order: pipeplan_formulations::layer_order::plan_order(order),
         stages,
-        schedule: async_schedule(None),
+        schedule: Schedule::one_f_one_b_star(None),
     }
 }
 
@@ -323,7 +321,7 @@ impl Algorithm for PipeDream {
                 describe(&part)
             )),
         })?;
-        plan.schedule = async_schedule(Some(vp.period));
+        plan.schedule = Schedule::one_f_one_b_star(Some(vp.period));
         let claimed = Claimed {
             objective: Some(Objective::new(ObjectiveKind::PipedreamStageTime, part.time)),
             period_ms: Some(part.time),

@@ -78,10 +78,7 @@ impl<'a> Alloc<'a> {
         let plan = Plan {
             order: None,
             stages: stages.to_vec(),
-            schedule: Schedule::Async {
-                period: None,
-                pattern: None,
-            },
+            schedule: Schedule::one_f_one_b_star(None),
         };
         plan.check(inst)?;
         let needed = plan_operations(inst, &plan);
