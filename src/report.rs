@@ -5,7 +5,7 @@
 use crate::table::Table;
 use pipeplan_formulations::evaluate::Evaluation;
 use pipeplan_formulations::instance::ScheduleKind;
-use pipeplan_formulations::units::{fmt_bytes, fmt_ms};
+use pipeplan_formulations::units::{fmt_bytes, fmt_ms, fmt_percent};
 use pipeplan_formulations::{Instance, Plan};
 use pipeplan_solvers::algorithm::Solution;
 pub use pipeplan_solvers::harness::Record;
@@ -216,7 +216,7 @@ pub fn metrics_table(claimed: Option<&Solution>, eval: Option<&Evaluation>) -> S
     t.row(vec![
         "bubble".into(),
         "-".into(),
-        opt(e, |e| format!("{:.1}%", 100.0 * e.bubble)),
+        opt(e, |e| fmt_percent(e.bubble, 1)),
     ]);
     t.row(vec![
         "fits".into(),
@@ -252,7 +252,7 @@ pub fn solution_text(inst: &Instance, sol: &Solution) -> String {
             line.push_str(&format!(", bound {}", objective_value(b, o.unit())));
         }
         if let Some(g) = st.gap {
-            line.push_str(&format!(", gap {:.2}%", 100.0 * g));
+            line.push_str(&format!(", gap {}", fmt_percent(g, 2)));
         }
         out.push_str(&line);
         out.push('\n');
@@ -413,7 +413,7 @@ pub(crate) fn solution_cells(sol: &Solution, row: &Row) -> Vec<String> {
         fmt_ms(sol.stats.wall_ms),
         match (row.gap_vs_exact, &row.exact_reference) {
             (Some(_), Some(r)) if *r == sol.algorithm => "reference".into(),
-            (Some(g), Some(_)) if g.is_finite() => format!("{:.2}%", 100.0 * g),
+            (Some(g), Some(_)) if g.is_finite() => fmt_percent(g, 2),
             (Some(_), Some(_)) => "inf".into(),
             _ => "-".into(),
         },

@@ -283,6 +283,17 @@ pub fn fmt_ms(ms: f64) -> String {
     }
 }
 
+/// Formats a share as a percentage with `decimals` decimals (`0.125` -> `12.50%`). A share that
+/// rounds to zero prints `0.00%`, without the sign of a rounding residue (a gap of -1e-16 is no
+/// gap).
+pub fn fmt_percent(share: f64, decimals: usize) -> String {
+    let text = format!("{:.*}%", decimals, 100.0 * share);
+    match text.strip_prefix('-') {
+        Some(rest) if rest.bytes().all(|c| matches!(c, b'0' | b'.' | b'%')) => rest.to_string(),
+        _ => text,
+    }
+}
+
 /// The magnitude from which [`fmt_bytes`] and [`fmt_ms`] switch to scientific notation: a
 /// figure this large in the largest unit is an input error, not a plan to read digit by digit.
 const SCIENTIFIC: f64 = 1e4;
@@ -290,6 +301,16 @@ const SCIENTIFIC: f64 = 1e4;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn percentages_drop_the_sign_of_a_rounded_zero() {
+        assert_eq!(fmt_percent(0.125, 2), "12.50%");
+        assert_eq!(fmt_percent(-0.125, 1), "-12.5%");
+        assert_eq!(fmt_percent(-1e-16, 2), "0.00%");
+        assert_eq!(fmt_percent(-0.00004, 2), "0.00%");
+        assert_eq!(fmt_percent(-0.0001, 2), "-0.01%");
+        assert_eq!(fmt_percent(0.0, 1), "0.0%");
+    }
 
     #[test]
     fn sizes() {

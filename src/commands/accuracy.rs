@@ -11,7 +11,7 @@ use pipeplan_formulations::evaluate::accuracy::{
 };
 use pipeplan_formulations::import::sailor::report::{Gathered, NotJudged, Repaired};
 use pipeplan_formulations::import::sailor::runs::RunOptions;
-use pipeplan_formulations::units::{fmt_bytes, fmt_ms};
+use pipeplan_formulations::units::{fmt_bytes, fmt_ms, fmt_percent};
 use pipeplan_solvers::calibrate::Calibrated;
 use serde::Serialize;
 
@@ -31,7 +31,7 @@ fn pct(e: f64) -> String {
 }
 
 fn abs_pct(e: f64) -> String {
-    format!("{:.1}%", 100.0 * e)
+    fmt_percent(e, 1)
 }
 
 fn scores_table(scores: &[Score]) -> String {

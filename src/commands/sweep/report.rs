@@ -8,7 +8,7 @@ use pipeplan_bench::suite::{BestKnown, Suite};
 use pipeplan_bench::sweep::report::profile::Profile;
 use pipeplan_bench::sweep::report::{self, Report, TIME_SHIFT_MS};
 use pipeplan_bench::sweep::store::Store;
-use pipeplan_formulations::units::fmt_ms;
+use pipeplan_formulations::units::{fmt_ms, fmt_percent};
 use pipeplan_solvers::registry;
 use std::path::PathBuf;
 
@@ -24,12 +24,12 @@ within a factor tau of the best configuration (solve time; claimed objective, pe
 configurations claiming it; evaluated throughput of plans that fit, larger is better).";
 
 fn pct(x: f64) -> String {
-    format!("{:.1}%", x * 100.0)
+    fmt_percent(x, 1)
 }
 
 fn gap(x: Option<f64>) -> String {
     match x {
-        Some(g) if g.is_finite() => format!("{:.2}%", g * 100.0),
+        Some(g) if g.is_finite() => fmt_percent(g, 2),
         Some(_) => "inf".into(),
         None => "-".into(),
     }
