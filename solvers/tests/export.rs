@@ -532,6 +532,8 @@ fn bad_runtime_files_name_the_field() {
             "tp_sizes_enc",
         ),
         ("\"2,2\"", "\"3,2\"", "pp_division"),
+        ("\"2,2\"", "\"4,0\"", "pp_division"),
+        ("\"2,2\"", "\"1,1,2\"", "pp_division"),
         (
             "\"use_sp\": \"0,0,0,0\"",
             "\"use_sp\": \"0,1,0,0\"",

@@ -54,10 +54,19 @@ pub fn read(text: &str, inst: &Instance) -> Result<RuntimePlan, InputError> {
     }
     let w = gpus / pp;
     let division = split(&cfg.pp_division, "pp_division")?;
-    if division.len() != pp as usize || division.contains(&0) {
+    if division.len() != pp as usize {
         return Err(bad(
             "pp_division",
-            format!("{division:?} is not {pp} positive layer counts (pp_deg)"),
+            format!(
+                "{} layer counts {division:?}, but pp_deg is {pp} (one count per stage)",
+                division.len()
+            ),
+        ));
+    }
+    if let Some(s) = division.iter().position(|&c| c == 0) {
+        return Err(bad(
+            "pp_division",
+            format!("stage {s} of {division:?} has no layer"),
         ));
     }
     if division.iter().sum::<u64>() != n as u64 {
