@@ -30,7 +30,9 @@ pub struct Settings {
     pub mixed_precision: String,
     /// Pipeline schedule of the memory model.
     pub pipeline_type: PipelineType,
-    /// `ddp` or `zero2`: whether plain data parallelism shards optimizer states (ZeRO-2).
+    /// `ddp`, `zero2` or `zero3`: how Galvatron's runtime runs plain data parallelism. The
+    /// engine's search models only ZeRO-2 (sharded optimizer states) apart; `zero3`, which its
+    /// command line refuses but its search code takes, is searched as `ddp`, as there.
     pub default_dp_type: String,
     /// Fixed global batch size (0 or -1: search `min_bsz..max_bsz` by `bsz_scale`).
     pub settle_bsz: i64,
@@ -197,8 +199,8 @@ impl Settings {
         if !["fp32", "fp16", "bf16"].contains(&self.mixed_precision.as_str()) {
             return bad("mixed_precision", "expected fp32, fp16 or bf16");
         }
-        if !["ddp", "zero2"].contains(&self.default_dp_type.as_str()) {
-            return bad("default_dp_type", "expected ddp or zero2");
+        if !["ddp", "zero2", "zero3"].contains(&self.default_dp_type.as_str()) {
+            return bad("default_dp_type", "expected ddp, zero2 or zero3");
         }
         if !["full", "dp+tp", "dp+pp", "3d", "dp", "sdp", "tp", "pp"]
             .contains(&self.search_space.as_str())

@@ -152,7 +152,7 @@ impl Layers {
 }
 
 /// Checks the options pipeplan's plans cannot hold (`vsp` above 1, `vcp`, data-parallel types
-/// other than ddp and zero2); returns `embed_sdp`.
+/// other than ddp, zero2 and zero3, which the plan's extras carry); returns `embed_sdp`.
 fn options(cfg: &OutputConfig) -> Result<bool, InputError> {
     if cfg.vsp.is_some_and(|v| v > 1) {
         return Err(bad(
@@ -171,10 +171,10 @@ fn options(cfg: &OutputConfig) -> Result<bool, InputError> {
             ));
         }
     }
-    if !["ddp", "zero2"].contains(&cfg.default_dp_type.as_str()) {
+    if !["ddp", "zero2", "zero3"].contains(&cfg.default_dp_type.as_str()) {
         return Err(bad(
             "default_dp_type",
-            format!("`{}`; expected ddp or zero2", cfg.default_dp_type),
+            format!("`{}`; expected ddp, zero2 or zero3", cfg.default_dp_type),
         ));
     }
     match cfg.embed_sdp.unwrap_or(0) {

@@ -11,6 +11,17 @@ use super::engine::Tables;
 use crate::deadline::Deadline;
 use rayon::prelude::*;
 
+/// Relative difference within which two costs count as equal, so that the earlier candidate
+/// keeps its place as in the engine, which compares with a strict `<` and `>`. Our sums round
+/// differently from the engine's (about 1e-15 relative), and where the engine's costs tie
+/// exactly (a single stage's cost does not depend on the micro-batch count) ours must tie too.
+const TIE: f64 = 1e-12;
+
+/// Whether cost `new` beats `old` by more than a rounding difference ([`TIE`]).
+fn lower(new: f64, old: f64) -> bool {
+    new < old * (1.0 - TIE)
+}
+
 impl Engine<'_> {
     /// Best plan of one task over its pipeline degrees.
     pub fn run_task(
@@ -83,7 +94,7 @@ impl Engine<'_> {
                 )?,
             };
             if let Some(r) = res {
-                if best.as_ref().is_none_or(|b| b.cost > r.cost) {
+                if best.as_ref().is_none_or(|b| lower(r.cost, b.cost)) {
                     best = Some(r);
                 }
             }
@@ -146,7 +157,12 @@ impl Engine<'_> {
             counters.cut_short |= c.cut_short;
             if let Some(best) = r? {
                 let throughput = t.bsz as f64 / best.cost;
-                if found.as_ref().is_none_or(|f| throughput > f.throughput) {
+                // Throughput is the batch over the cost: higher by more than a rounding
+                // difference, as `lower` for costs.
+                if found
+                    .as_ref()
+                    .is_none_or(|f| lower(f.throughput, throughput))
+                {
                     found = Some(Found {
                         task: *t,
                         best,
