@@ -314,14 +314,27 @@ impl Algorithm for PipeDream {
             )));
         };
         let mut plan = pd_plan(&part);
-        let vp = valid_period_of_plan(inst, &plan).map_err(|e| match e {
-            ValidPeriodError::Input(i) => SolveError::Input(i),
-            ValidPeriodError::Memory(m) => SolveError::Infeasible(format!(
-                "PipeDream's partition [{}] has no valid 1F1B* period: {m}",
-                describe(&part)
-            )),
-        })?;
-        plan.schedule = Schedule::one_f_one_b_star(Some(vp.period));
+        // PipeDream's plan stands as it planned it. Where no 1F1B* period fits pipeplan's memory
+        // model, the plan runs at the least period its loads allow and the evaluator says it
+        // does not fit: the optimizer's answer is its own, the verdict the evaluator's.
+        let period_note = match valid_period_of_plan(inst, &plan) {
+            Ok(vp) => {
+                plan.schedule = Schedule::one_f_one_b_star(Some(vp.period));
+                format!(
+                    "valid period under 1F1B* (the period of the plan): {:.6} ms, groups {:?} \
+                     (the loads alone allow {:.6} ms)",
+                    vp.period, vp.groups, vp.max_load
+                )
+            }
+            Err(ValidPeriodError::Input(i)) => return Err(SolveError::Input(i)),
+            Err(ValidPeriodError::Memory(m)) => {
+                plan.schedule = Schedule::one_f_one_b_star(None);
+                format!(
+                    "no 1F1B* period of PipeDream's partition fits pipeplan's memory model: {m}; \
+                     the plan runs at the least period its loads allow and does not fit"
+                )
+            }
+        };
         let claimed = Claimed {
             objective: Some(Objective::new(ObjectiveKind::PipedreamStageTime, part.time)),
             period_ms: Some(part.time),
@@ -349,11 +362,7 @@ impl Algorithm for PipeDream {
         } else {
             cut_at
         });
-        sol.notes.push(format!(
-            "valid period under 1F1B* (the period of the plan): {:.6} ms, groups {:?} (the \
-             loads alone allow {:.6} ms)",
-            vp.period, vp.groups, vp.max_load
-        ));
+        sol.notes.push(period_note);
         sol.notes.push(format!(
             "PipeDream's stashed-data estimates per stage: {}",
             part.stages
