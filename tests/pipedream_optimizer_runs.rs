@@ -14,6 +14,9 @@
 //!
 //! Every run also names how many antichain states it searched; pipeplan's note must give the
 //! same count (its states are the optimizer's, `docs/pipedream.md`, "States").
+//!
+//! The project's own runs of the optimizer (`references/pipedream/`, flags and profiles the
+//! recordings do not use) are replayed the same way.
 
 mod support;
 
@@ -68,6 +71,20 @@ fn recorded_optimizer_runs_reproduce() {
         !runs.is_empty(),
         "no optimizer command in OPTIMIZER_RUNS.md"
     );
+    // The project's own runs of the optimizer, on the same profiles, with their outputs beside
+    // their table.
+    let own = Path::new(env!("CARGO_MANIFEST_DIR")).join("references/pipedream");
+    let own_md = std::fs::read_to_string(own.join("README.md")).unwrap();
+    let own_runs = read_runs(&own_md).unwrap_or_else(|m| panic!("references/pipedream: {m}"));
+    assert!(
+        !own_runs.is_empty(),
+        "no optimizer command in references/pipedream"
+    );
+    let recorded = dir.join("optimizer_runs");
+    let all = runs
+        .iter()
+        .map(|r| (r, &recorded))
+        .chain(own_runs.iter().map(|r| (r, &own)));
     let summary =
         std::fs::read_to_string(dir.join("optimizer_runs/repeats_summary.txt")).unwrap_or_default();
     let unique = unique_plans(&summary);
@@ -75,8 +92,8 @@ fn recorded_optimizer_runs_reproduce() {
         std::env::temp_dir().join(format!("pipeplan-pd-runs-{}", std::process::id()));
     std::fs::create_dir_all(&tmp).unwrap();
     let mut failures = Vec::new();
-    for run in &runs {
-        let stdout = dir.join("optimizer_runs").join(format!("{}.txt", run.name));
+    for (run, outputs) in all {
+        let stdout = outputs.join(format!("{}.txt", run.name));
         let text = std::fs::read_to_string(&stdout)
             .unwrap_or_else(|e| panic!("{}: {e}", stdout.display()));
         let expected = pipeline_time(&text)
