@@ -23,27 +23,8 @@ use pipeplan_solvers::{registry, SolveOptions};
 use serde_json::Value;
 use std::path::PathBuf;
 
-fn goldens(what: &str) -> Option<(Vec<PathBuf>, PathBuf)> {
-    let dir = peers::subdir("galvatron/golden", what)?;
-    let data = dir.parent().unwrap().join("v2.x_14f5972");
-    let mut files: Vec<_> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().and_then(|x| x.to_str()) == Some("json"))
-        .collect();
-    files.sort();
-    assert!(!files.is_empty(), "no golden files in {}", dir.display());
-    // The project's own runs of the engine (`references/galvatron/`) export the same way.
-    let own = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../references/galvatron");
-    let mut own: Vec<_> = std::fs::read_dir(&own)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().and_then(|x| x.to_str()) == Some("json"))
-        .collect();
-    own.sort();
-    files.extend(own);
-    Some((files, data))
-}
+mod galvatron_common;
+use galvatron_common::goldens;
 
 #[test]
 fn galvatron_export_equals_the_engines_output_config() {

@@ -12,7 +12,8 @@
 //!   memory exactly, assignments exactly unless another of the same cost, a tie within the
 //!   fits' noise, is found: printed).
 //!
-//! `goldens_import_and_plan`: every file imports and `galvatron-base` plans it.
+//! `goldens_import_and_plan`: every file imports and `galvatron-base` plans it, or finds no plan
+//! where the engine found no valid configuration.
 //! `emulated_goldens_replay_exactly`: every comparison holds for each file whose engine
 //! arguments pipeplan emulates (`galvatron::import::not_emulated` is empty).
 //! `goldens_replay_exactly` asserts every comparison on every file, emulated or not; it is
@@ -23,7 +24,6 @@
 use pipeplan_formulations::galvatron::cost::{layer_memory, layer_time, MemoryCall};
 use pipeplan_formulations::galvatron::import::{import, not_emulated};
 use pipeplan_formulations::galvatron::{LayerTypes, Strategy};
-use pipeplan_formulations::peers;
 use pipeplan_solvers::algorithm::SolveError;
 use pipeplan_solvers::deadline::Deadline;
 use pipeplan_solvers::galvatron::dp::StageDp;
@@ -31,38 +31,16 @@ use pipeplan_solvers::galvatron::search::{Division, Engine, Task};
 use pipeplan_solvers::galvatron::stage_call::StageCall;
 use pipeplan_solvers::{registry, SolveOptions};
 use serde_json::Value;
-use std::path::{Path, PathBuf};
+use std::path::Path;
+
+mod galvatron_common;
+use galvatron_common::goldens;
 
 fn rel_close(a: f64, b: f64, tol: f64) -> bool {
     (a - b).abs() <= tol * a.abs().max(b.abs()).max(1e-300)
 }
 
 /// The JSON files of `dir`, sorted.
-fn json_files(dir: &Path) -> Vec<PathBuf> {
-    let mut files: Vec<_> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().and_then(|x| x.to_str()) == Some("json"))
-        .collect();
-    files.sort();
-    files
-}
-
-/// The golden files (the peers' and the project's own reference runs of the engine,
-/// `references/galvatron/`) and the data folder their paths are relative to.
-fn goldens(what: &str) -> Option<(Vec<PathBuf>, PathBuf)> {
-    let dir = peers::subdir("galvatron/golden", what)?;
-    let data = dir.parent().unwrap().join("v2.x_14f5972");
-    assert!(data.is_dir(), "{} is missing", data.display());
-    let mut files = json_files(&dir);
-    assert!(!files.is_empty(), "no golden files in {}", dir.display());
-    let own = Path::new(env!("CARGO_MANIFEST_DIR")).join("../references/galvatron");
-    let own = json_files(&own);
-    assert!(!own.is_empty(), "no reference runs in references/galvatron");
-    files.extend(own);
-    Some((files, data))
-}
-
 /// A strategy as the golden files write it: `[pp, tp, dp, {flags}]`.
 fn strategy(v: &Value) -> Option<Strategy> {
     let a = v.as_array()?;
