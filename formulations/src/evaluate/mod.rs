@@ -249,8 +249,8 @@ fn timing(
     }
 }
 
-/// Whether every GPU's `peak` is within `limit` (with the slack of [`memory_limit`](crate::memory_limit)); notes each
-/// GPU that is not.
+/// Whether every GPU's `peak` is within `limit` (with the slack of
+/// [`memory_limit`](crate::memory_limit)); notes each GPU that is not.
 fn within_memory(peak: &[f64], limit: f64, notes: &mut Vec<String>) -> bool {
     let mut within = true;
     for (g, &p) in peak.iter().enumerate() {

@@ -54,8 +54,8 @@
 //!
 //! The claimed objective is PipeDream's own `A[L-1][N-1]` ("pipedream max stage time", also in
 //! `claimed.period_ms`, as PipeDream predicts a period). The plan carries the valid period, also
-//! stated in the notes; when no period fits the memory, the solve fails with the GPU that does
-//! not fit.
+//! stated in the notes; when no period fits pipeplan's memory model, it keeps the least period
+//! its loads allow, a note names the GPU that does not fit, and the evaluator says so.
 
 use super::valid_period::{async_schedule_note, valid_period_of_plan, ValidPeriodError};
 use crate::algorithm::{
@@ -315,8 +315,8 @@ impl Algorithm for PipeDream {
         };
         let mut plan = pd_plan(&part);
         // PipeDream's plan stands as it planned it. Where no 1F1B* period fits pipeplan's memory
-        // model, the plan runs at the least period its loads allow and the evaluator says it
-        // does not fit: the optimizer's answer is its own, the verdict the evaluator's.
+        // model, the plan keeps `pd_plan`'s least period its loads allow and the evaluator says
+        // it does not fit: the optimizer's answer is its own, the verdict the evaluator's.
         let period_note = match valid_period_of_plan(inst, &plan) {
             Ok(vp) => {
                 plan.schedule = Schedule::one_f_one_b_star(Some(vp.period));
@@ -327,13 +327,10 @@ impl Algorithm for PipeDream {
                 )
             }
             Err(ValidPeriodError::Input(i)) => return Err(SolveError::Input(i)),
-            Err(ValidPeriodError::Memory(m)) => {
-                plan.schedule = Schedule::one_f_one_b_star(None);
-                format!(
-                    "no 1F1B* period of PipeDream's partition fits pipeplan's memory model: {m}; \
-                     the plan runs at the least period its loads allow and does not fit"
-                )
-            }
+            Err(ValidPeriodError::Memory(m)) => format!(
+                "no 1F1B* period of PipeDream's partition fits pipeplan's memory model: {m}; \
+                 the plan runs at the least period its loads allow and does not fit"
+            ),
         };
         let claimed = Claimed {
             objective: Some(Objective::new(ObjectiveKind::PipedreamStageTime, part.time)),
