@@ -34,13 +34,12 @@ use serde_json::Value;
 use std::path::Path;
 
 mod galvatron_common;
-use galvatron_common::goldens;
+use galvatron_common::{engine_found_none, goldens};
 
 fn rel_close(a: f64, b: f64, tol: f64) -> bool {
     (a - b).abs() <= tol * a.abs().max(b.abs()).max(1e-300)
 }
 
-/// The JSON files of `dir`, sorted.
 /// A strategy as the golden files write it: `[pp, tp, dp, {flags}]`.
 fn strategy(v: &Value) -> Option<Strategy> {
     let a = v.as_array()?;
@@ -71,12 +70,6 @@ impl Replay {
             self.mismatches.push(what());
         }
     }
-}
-
-/// Whether the engine found no plan (`result.throughput_samples_per_s` is null: "no valid
-/// configuration").
-fn engine_found_none(doc: &Value) -> bool {
-    doc["result"]["throughput_samples_per_s"].is_null()
 }
 
 /// Imports and solves one golden file; panics only when it cannot be imported, or planned where

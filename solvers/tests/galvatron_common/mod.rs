@@ -2,10 +2,11 @@
 //! own runs (`references/galvatron/`), with the data folder their paths are relative to.
 
 use pipeplan_formulations::peers;
+use serde_json::Value;
 use std::path::{Path, PathBuf};
 
 /// The `.json` files of `dir`, sorted.
-pub fn json_files(dir: &Path) -> Vec<PathBuf> {
+fn json_files(dir: &Path) -> Vec<PathBuf> {
     let mut files: Vec<_> = std::fs::read_dir(dir)
         .unwrap()
         .map(|e| e.unwrap().path())
@@ -28,4 +29,10 @@ pub fn goldens(what: &str) -> Option<(Vec<PathBuf>, PathBuf)> {
     assert!(!own.is_empty(), "no reference runs in references/galvatron");
     files.extend(own);
     Some((files, data))
+}
+
+/// Whether the engine found no plan in golden `doc` (`result.throughput_samples_per_s` is null:
+/// "no valid configuration").
+pub fn engine_found_none(doc: &Value) -> bool {
+    doc["result"]["throughput_samples_per_s"].is_null()
 }
