@@ -131,9 +131,8 @@ def _read(
     :func:`explain`. A runtime's plan file is read (``plan_from``) as the CLI reads it; what the
     CLI tells on standard error comes as warnings at the user's call."""
     inst = _calibrated(_instance(instance), calibration)
+    _check_source(plan, plan_from, modules, repair_layers)
     if plan_from is not None:
-        if isinstance(plan, (Solution, Mapping)):
-            raise TypeError("with plan_from, plan is the path of the runtime's plan file")
         plan_json, told = _native.read_plan_file(
             plan_from,
             os.fspath(plan),
@@ -145,8 +144,6 @@ def _read(
             warnings.warn(line, UserWarning, stacklevel=3)
         name = os.path.splitext(os.path.basename(os.fspath(plan)))[0]
         return _Read(inst, plan_json, name, None)
-    if modules is not None or repair_layers:
-        raise TypeError("modules and repair_layers read a runtime's plan file: give plan_from")
     name, claimed = "plan", None
     if isinstance(plan, Solution):
         plan, name, claimed = plan.plan, plan.algorithm, plan.claimed.get("peak_memory")
@@ -157,3 +154,15 @@ def _read(
         claimed = (plan.get("claimed") or {}).get("peak_memory")
         plan = plan["plan"]
     return _Read(inst, json.dumps(plan), name, claimed)
+
+
+def _check_source(
+    plan: Any, plan_from: Optional[str], modules: Optional[PathLike], repair_layers: bool
+) -> None:
+    """Refuses a plan given in one form with the options of the other: with ``plan_from``,
+    ``plan`` is a path; ``modules`` and ``repair_layers`` need ``plan_from``."""
+    if plan_from is not None:
+        if isinstance(plan, (Solution, Mapping)):
+            raise TypeError("with plan_from, plan is the path of the runtime's plan file")
+    elif modules is not None or repair_layers:
+        raise TypeError("modules and repair_layers read a runtime's plan file: give plan_from")

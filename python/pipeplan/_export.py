@@ -9,6 +9,7 @@ from typing import Any, Mapping, Optional, Union
 
 from . import _native
 from ._common import InstanceLike, PathLike, _calibrated, _fspath, _instance
+from ._evaluate import _check_source
 from ._solution import Solution
 
 
@@ -36,13 +37,10 @@ def export(
     a plan that does not fit the instance raises :class:`InstanceError`.
     """
     inst = _calibrated(_instance(instance), calibration)
+    _check_source(plan, plan_from, modules, repair_layers)
     if plan_from is not None:
-        if isinstance(plan, (Solution, Mapping)):
-            raise TypeError("with plan_from, plan is the path of the runtime's plan file")
         text = os.fspath(plan)
     else:
-        if modules is not None or repair_layers:
-            raise TypeError("modules and repair_layers read a runtime's plan file: give plan_from")
         if isinstance(plan, Solution):
             plan = plan.to_dict()
         text = plan if isinstance(plan, str) else json.dumps(plan)

@@ -10,10 +10,10 @@ use pipeplan_formulations::export::{
 };
 use pipeplan_formulations::plan_from::PlanFormat;
 use pipeplan_formulations::timeline::trace::judged_trace;
-use pipeplan_formulations::{InputError, Plan};
+use pipeplan_formulations::{InputError, Instance, Plan};
 use pipeplan_solvers::harness::Record;
 use pyo3::prelude::*;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// Judges a plan (JSON text) on `instance` with the neutral evaluator (as `pipeplan evaluate
 /// --json`); returns the evaluation's JSON and its CSV record's JSON.
@@ -42,13 +42,33 @@ pub(crate) fn read_plan_file(
     repair_layers: bool,
     instance: &Bound<'_, PyInstance>,
 ) -> PyResult<(String, Vec<String>)> {
-    let inst = &instance.get().inner;
+    let (rp, told) = runtime_file(
+        py,
+        format,
+        &path,
+        modules.as_deref(),
+        repair_layers,
+        &instance.get().inner,
+    )?;
+    Ok((json(&rp.plan), told))
+}
+
+/// A runtime's plan file read as `--plan-from FORMAT` reads it, with what to tell the user
+/// (what was mended, then the notes).
+fn runtime_file(
+    py: Python<'_>,
+    format: &str,
+    path: &Path,
+    modules: Option<&Path>,
+    repair_layers: bool,
+    inst: &Instance,
+) -> PyResult<(RuntimePlan, Vec<String>)> {
     let format: PlanFormat = format.parse().map_err(|e| error(py, "InstanceError", e))?;
     let noted = format
-        .read_path(&path, modules.as_deref(), repair_layers, inst)
+        .read_path(path, modules, repair_layers, inst)
         .map_err(|e| input_error(py, &e))?;
-    let told = noted.messages(&path, "repair_layers");
-    Ok((json(&noted.plan.plan), told))
+    let told = noted.messages(path, "repair_layers");
+    Ok((noted.plan, told))
 }
 
 /// A judged plan's chart as SVG text (as `pipeplan plot` draws it), titled after `name` (what
@@ -129,13 +149,10 @@ pub(crate) fn export(
             (rp, Vec::new(), None)
         }
         Some(format) => {
-            let format: PlanFormat = format.parse().map_err(|e| error(py, "InstanceError", e))?;
             let path = PathBuf::from(plan);
-            let noted = format
-                .read_path(&path, modules.as_deref(), repair_layers, inst)
-                .map_err(|e| input_error(py, &e))?;
-            let told = noted.messages(&path, "repair_layers");
-            (noted.plan, told, Some(path))
+            let (rp, told) =
+                runtime_file(py, format, &path, modules.as_deref(), repair_layers, inst)?;
+            (rp, told, Some(path))
         }
     };
     let in_file = |e: InputError| match &file {
