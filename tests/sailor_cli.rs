@@ -4,25 +4,30 @@
 
 mod support;
 
+use pipeplan_formulations::peers::sailor_runs::documented;
 use serde_json::Value;
-use support::sailor::{gh200_dir, gh200_run, gh200_runs, sailor, strings};
+use support::sailor::{documented_runs, gh200_dir, gh200_run, sailor, strings, with_runs};
 use support::{ok, ok_json, pipeplan, shipped_str, stderr, stdout};
 
 #[test]
 fn accuracy_judges_every_valid_run_and_names_the_rest() {
     let Some(root) = sailor() else { return };
-    let all = root.join("Planner/simulations/validation");
-    let v: Value = ok_json(&["accuracy", &all.display().to_string(), "--json"]);
-    let runs = v["runs"].as_array().unwrap();
-    assert_eq!(runs.len(), 19);
+    let all = documented_runs(&root, "");
+    let v: Value = ok_json(&with_runs(&["accuracy", "RUNS", "--json"], &all));
+    assert_eq!(strings(&v["runs"], "name"), documented("judged"));
     let not = v["not_judged"].as_array().unwrap();
-    let count = |status: &str| not.iter().filter(|n| n["status"] == status).count();
-    assert_eq!(count("invalid"), 4, "{not:#?}");
-    assert_eq!(count("unsupported"), 8, "{not:#?}");
+    let with = |status: &str| -> Vec<&str> {
+        not.iter()
+            .filter(|n| n["status"] == status)
+            .map(|n| n["name"].as_str().unwrap())
+            .collect()
+    };
+    assert_eq!(with("invalid"), documented("invalid"), "{not:#?}");
+    assert_eq!(with("unsupported"), documented("unsupported"), "{not:#?}");
     for n in not {
         assert!(!n["reason"].as_str().unwrap().is_empty());
     }
-    for r in runs {
+    for r in v["runs"].as_array().unwrap() {
         let e = r["time_error"].as_f64().unwrap();
         let p = r["predicted_iteration_ms"].as_f64().unwrap();
         let m = r["measured_iteration_ms"].as_f64().unwrap();
@@ -33,7 +38,7 @@ fn accuracy_judges_every_valid_run_and_names_the_rest() {
         ["clariden/GPT-NEO", "clariden/OPT-350", "all"]
     );
     // The table says the same and lists what it left out.
-    let out = pipeplan(&["accuracy", &all.display().to_string()]);
+    let out = pipeplan(&with_runs(&["accuracy", "RUNS"], &all));
     let text = stdout(&out);
     assert!(
         text.contains("not judged (left out of the summary)"),
@@ -52,34 +57,69 @@ fn accuracy_judges_every_valid_run_and_names_the_rest() {
         .unwrap_or_else(|| panic!("no gradient reduction summary: {text}"));
     assert_eq!(sync_row.split_whitespace().nth(2), Some("14"), "{sync_row}");
     // Runs without data parallelism measured no reduction to summarise.
-    let single = gh200_run(&root, "OPT-350/N1");
-    let text = stdout(&pipeplan(&["accuracy", &single.display().to_string()]));
+    let single = documented_runs(&root, "clariden/OPT-350/N1");
+    let text = stdout(&pipeplan(&with_runs(&["accuracy", "RUNS"], &single)));
     assert!(text.contains("gradient sync (evaluated)"), "{text}");
     assert!(!text.contains("data-parallel runs"), "{text}");
-    let csv = stdout(&pipeplan(&[
-        "accuracy",
-        &all.display().to_string(),
-        "--csv",
-    ]));
-    assert_eq!(csv.lines().count(), 1 + 19 + 12);
+    let csv = stdout(&pipeplan(&with_runs(&["accuracy", "RUNS", "--csv"], &all)));
+    assert_eq!(csv.lines().count(), 1 + all.len());
     // Nothing to fit to: calibrate says why each run was left out.
-    let mit = root.join("Planner/simulations/validation/mit");
+    let mit = documented_runs(&root, "mit");
     let tmp = tempfile::tempdir().unwrap();
     let fit = tmp.path().join("cal.json");
-    let out = pipeplan(&[
-        "calibrate",
-        &mit.display().to_string(),
-        "-o",
-        &fit.display().to_string(),
-    ]);
+    let fit_arg = fit.display().to_string();
+    let out = pipeplan(&with_runs(&["calibrate", "RUNS", "-o", &fit_arg], &mit));
     assert_eq!(out.status.code(), Some(2));
     let e = stderr(&out);
     assert!(
-        e.contains("0 judged run(s) of 8: fitting and cross-validating needs at least 2")
-            && e.contains("mit/N2/plan_config_N2_D1.json: unsupported: GPUs of several types"),
+        e.contains(&format!(
+            "0 judged run(s) of {}: fitting and cross-validating needs at least 2",
+            mit.len()
+        )) && e.contains("mit/N2/plan_config_N2_D1.json: unsupported: GPUs of several types"),
         "{e}"
     );
     assert!(!fit.exists());
+}
+
+#[test]
+fn accuracy_judges_or_names_every_run_the_folder_holds() {
+    let Some(root) = sailor() else { return };
+    // Whatever the folder holds, the documented runs and any added beside them: each plan file
+    // once, judged or listed with its reason.
+    let validation = root.join("Planner/simulations/validation");
+    let mut files = Vec::new();
+    let mut stack = vec![validation.clone()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            if path.is_dir() {
+                stack.push(path);
+            } else if name.starts_with("plan_config_") && name.ends_with(".json") {
+                let rel = path.strip_prefix(&validation).unwrap();
+                files.push(rel.display().to_string());
+            }
+        }
+    }
+    files.sort();
+    let v: Value = ok_json(&["accuracy", validation.to_str().unwrap(), "--json"]);
+    let mut named: Vec<&str> = strings(&v["runs"], "name");
+    named.extend(strings(&v["not_judged"], "name"));
+    named.sort();
+    assert_eq!(named, files);
+    for n in v["not_judged"].as_array().unwrap() {
+        assert!(
+            ["invalid", "unsupported"].contains(&n["status"].as_str().unwrap()),
+            "{n}"
+        );
+        assert!(!n["reason"].as_str().unwrap().is_empty(), "{n}");
+    }
+    for name in documented("judged") {
+        assert!(
+            strings(&v["runs"], "name").contains(&name.as_str()),
+            "{name}"
+        );
+    }
 }
 
 #[test]
@@ -108,10 +148,11 @@ fn calibrate_then_accuracy_meets_the_cross_validated_goals() {
     let Some(root) = sailor() else { return };
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("cal.json");
-    let runs = gh200_runs(&root);
-    // `calibrate DIR -o cal.json`: what it prints, and the file it wrote.
-    let calibrate = |dir: &str| {
-        let out = ok(&["calibrate", dir, "-o", &file.display().to_string()]);
+    let runs = documented_runs(&root, "clariden");
+    let file_arg = file.display().to_string();
+    // `calibrate RUNS -o cal.json`: what it prints, and the file it wrote.
+    let calibrate = |runs: &[String]| {
+        let out = ok(&with_runs(&["calibrate", "RUNS", "-o", &file_arg], runs));
         let cal: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
         (stdout(&out), cal)
     };
@@ -136,13 +177,10 @@ fn calibrate_then_accuracy_meets_the_cross_validated_goals() {
     let before = &cal["fit"]["summary"][0];
     assert!(before["memory_median"].as_f64().unwrap() > 0.15, "{before}");
     // The same runs judged with the file: the in-sample errors of the fit.
-    let v: Value = ok_json(&[
-        "accuracy",
+    let v: Value = ok_json(&with_runs(
+        &["accuracy", "RUNS", "--calibration", &file_arg, "--json"],
         &runs,
-        "--calibration",
-        &file.display().to_string(),
-        "--json",
-    ]);
+    ));
     let all = v["summary"].as_array().unwrap().last().unwrap().clone();
     let after = &cal["fit"]["summary"][1];
     assert!(
@@ -150,7 +188,8 @@ fn calibrate_then_accuracy_meets_the_cross_validated_goals() {
             < 1e-12
     );
     // Deterministic, and the shipped calibration is this fit (regenerate it with
-    // `pipeplan calibrate <peers>/sailor/.../validation/clariden -o calibrations/clariden-gh200.json`).
+    // `pipeplan calibrate <peers>/sailor/.../validation/clariden -o calibrations/clariden-gh200.json`
+    // on the documented runs).
     let shipped = support::root().join("calibrations/clariden-gh200.json");
     assert_eq!(
         std::fs::read_to_string(&file).unwrap(),
@@ -161,7 +200,7 @@ fn calibrate_then_accuracy_meets_the_cross_validated_goals() {
     // parallelism, nothing depends on the link efficiencies, which keep their reference values.
     assert!(cal["fit"].get("unconstrained").is_none(), "{}", cal["fit"]);
     assert!(cal["fit"].get("single_run").is_none(), "{}", cal["fit"]);
-    let (text, cal) = calibrate(gh200_run(&root, "OPT-350/N1").to_str().unwrap());
+    let (text, cal) = calibrate(&documented_runs(&root, "clariden/OPT-350/N1"));
     assert!(
         text.contains(
             "not fitted, kept at the reference value (no run's prediction depends on it): \
@@ -178,7 +217,7 @@ fn calibrate_then_accuracy_meets_the_cross_validated_goals() {
     assert!(cal["fit"].get("single_run").is_none(), "{}", cal["fit"]);
     // OPT-350's N2: one pipeline sends between stages, one run reduces gradients; each
     // efficiency rests on that one run, and is named with it.
-    let (text, cal) = calibrate(gh200_run(&root, "OPT-350/N2").to_str().unwrap());
+    let (text, cal) = calibrate(&documented_runs(&root, "clariden/OPT-350/N2"));
     assert!(
         text.contains(
             "fitted to one run alone (the fold that leaves the run out keeps the reference \
@@ -312,13 +351,16 @@ fn runs_none_of_which_can_be_judged_are_listed_without_a_summary() {
 #[test]
 fn accuracy_draws_every_judged_run_against_its_measurement() {
     let Some(root) = sailor() else { return };
-    let runs = gh200_runs(&root);
+    let runs = documented_runs(&root, "clariden");
     let dir = tempfile::tempdir().unwrap();
     let svg = dir.path().join("runs.svg");
     let png = dir.path().join("runs.png");
-    let table = stdout(&pipeplan(&["accuracy", &runs]));
+    let table = stdout(&pipeplan(&with_runs(&["accuracy", "RUNS"], &runs)));
     for chart in [&svg, &png] {
-        let out = ok(&["accuracy", &runs, "--plot", chart.to_str().unwrap()]);
+        let out = ok(&with_runs(
+            &["accuracy", "RUNS", "--plot", chart.to_str().unwrap()],
+            &runs,
+        ));
         assert_eq!(stdout(&out), table, "the table is the same with a chart");
         assert!(stderr(&out).contains("wrote "), "{}", stderr(&out));
     }

@@ -5,7 +5,7 @@
 mod support;
 
 use serde_json::Value;
-use support::sailor::{gh200_run, gh200_runs, import_opt, sailor, strings};
+use support::sailor::{documented_runs, gh200_run, import_opt, sailor, strings, with_runs};
 use support::{ok, ok_json, pipeplan, stderr, stdout};
 
 #[test]
@@ -212,8 +212,11 @@ fn a_runtimes_plan_file_is_traced_plotted_explained_and_exported_as_it_is_evalua
 #[test]
 fn repair_layers_mends_the_mistyped_plans_and_lists_them() {
     let Some(root) = sailor() else { return };
-    let runs = gh200_runs(&root);
-    let v: Value = ok_json(&["accuracy", &runs, "--repair-layers", "--json"]);
+    let runs = documented_runs(&root, "clariden");
+    let v: Value = ok_json(&with_runs(
+        &["accuracy", "RUNS", "--repair-layers", "--json"],
+        &runs,
+    ));
     assert_eq!(v["runs"].as_array().unwrap().len(), 22);
     let mended = strings(&v["repaired"], "name");
     assert_eq!(mended.len(), 3, "{mended:?}");
@@ -225,16 +228,25 @@ fn repair_layers_mends_the_mistyped_plans_and_lists_them() {
         ["GPT-NEO/N4/plan_config_N4_D4.json"]
     );
     // Without the flag, no `repaired` member, and the reason says what the flag would do.
-    let plain: Value =
-        serde_json::from_str(&stdout(&pipeplan(&["accuracy", &runs, "--json"]))).unwrap();
+    let plain: Value = serde_json::from_str(&stdout(&pipeplan(&with_runs(
+        &["accuracy", "RUNS", "--json"],
+        &runs,
+    ))))
+    .unwrap();
     assert!(plain.get("repaired").is_none());
-    let text = stdout(&pipeplan(&["accuracy", &runs, "--repair-layers"]));
+    let text = stdout(&pipeplan(&with_runs(
+        &["accuracy", "RUNS", "--repair-layers"],
+        &runs,
+    )));
     assert!(
         text.contains("mended (--repair-layers), then judged:"),
         "{text}"
     );
     assert!(text.contains("read as 19"), "{text}");
-    let csv = stdout(&pipeplan(&["accuracy", &runs, "--repair-layers", "--csv"]));
+    let csv = stdout(&pipeplan(&with_runs(
+        &["accuracy", "RUNS", "--repair-layers", "--csv"],
+        &runs,
+    )));
     assert_eq!(
         csv.lines().filter(|l| l.contains("read as 19")).count(),
         3,

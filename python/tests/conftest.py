@@ -1,6 +1,7 @@
 """Shared fixtures: the repository's shipped instances, the CLI binary to compare against, and
 the peers folder's Sailor checkout."""
 
+import json
 import os
 import shutil
 import subprocess
@@ -11,6 +12,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 INSTANCES = sorted((ROOT / "instances").glob("*.json"))
 FIXTURES = ROOT / "formulations" / "tests" / "fixtures" / "import"
+SAILOR_RUNS = ROOT / "formulations" / "src" / "peers" / "sailor_runs.json"
 
 
 def _cli_path():
@@ -49,6 +51,26 @@ def sailor_root():
     if not root.is_dir():
         pytest.skip(f"Sailor measured runs: {root} not found (set PIPEPLAN_PEERS)")
     return root
+
+
+def documented(verdict):
+    """The measured runs of the peers folder that ``accuracy`` gives ``verdict`` (``judged``,
+    ``invalid`` or ``unsupported``), as paths under ``Planner/simulations/validation``; the list
+    the Rust tests read (``peers::sailor_runs``)."""
+    return sorted(json.loads(SAILOR_RUNS.read_text())[verdict])
+
+
+def documented_runs(sailor_root, under):
+    """The documented runs under ``under`` (``"clariden"``, ``"mit"``...), whatever their verdict:
+    tests whose counts or fitted figures are fixed pass these files rather than the folder, so
+    that runs added to it change nothing there."""
+    validation = sailor_root / "Planner" / "simulations" / "validation"
+    names = [n for v in ("judged", "invalid", "unsupported") for n in documented(v)]
+    runs = sorted(validation / n for n in names if n.startswith(under.rstrip("/") + "/"))
+    missing = [str(r) for r in runs if not r.is_file()]
+    assert not missing, f"not the documented peers folder: {missing} missing"
+    assert runs, f"no documented run under {under!r}"
+    return runs
 
 
 def pytest_configure(config):

@@ -13,7 +13,7 @@ import time
 import pytest
 
 import pipeplan
-from conftest import INSTANCES, ROOT
+from conftest import INSTANCES, ROOT, documented, documented_runs
 
 # Small instances every family handles between them: an async CNN and a synchronous
 # transformer, on power-of-two GPU counts (Galvatron's requirement).
@@ -305,16 +305,16 @@ def test_a_calibration_file_changes_what_is_planned_and_judged(cli, tmp_path):
 
 
 def test_accuracy_lists_the_clis_records(cli, sailor_root, tmp_path):
-    runs = sailor_root / "Planner" / "simulations" / "validation"
+    runs = documented_runs(sailor_root, "clariden") + documented_runs(sailor_root, "mit")
     calibration = ROOT / "calibrations" / "clariden-gh200.json"
     frame = pipeplan.accuracy(runs, calibration=calibration)
-    out = cli("accuracy", runs, "--calibration", calibration, "--csv").stdout
+    out = cli("accuracy", *runs, "--calibration", calibration, "--csv").stdout
     expected = list(csv.DictReader(io.StringIO(out)))
     assert list(frame.columns) == list(expected[0].keys())
     rows = frame.to_dict("records")
     assert [(r["name"], r["status"]) for r in rows] == [(r["name"], r["status"]) for r in expected]
     judged = [(r, e) for r, e in zip(rows, expected) if r["status"] == "judged"]
-    assert len(judged) == 19
+    assert [r["name"] for r, _ in judged] == documented("judged")
     for r, e in judged:
         for key in ("time_error", "memory_error", "predicted_iteration_ms"):
             assert r[key] == pytest.approx(float(e[key]), rel=1e-12), (r["name"], key)
@@ -324,23 +324,23 @@ def test_accuracy_lists_the_clis_records(cli, sailor_root, tmp_path):
 
 
 def test_accuracy_chart_is_the_clis_plot(cli, sailor_root, tmp_path):
-    runs = sailor_root / "Planner" / "simulations" / "validation" / "clariden"
+    runs = documented_runs(sailor_root, "clariden")
     calibration = ROOT / "calibrations" / "clariden-gh200.json"
     chart = pipeplan.accuracy_chart(runs, calibration=calibration)
-    cli("accuracy", runs, "--calibration", calibration, "--plot", tmp_path / "cli.svg")
+    cli("accuracy", *runs, "--calibration", calibration, "--plot", tmp_path / "cli.svg")
     assert chart == (tmp_path / "cli.svg").read_text()
     assert chart._repr_svg_() == chart and "19 measured runs" in chart
     chart.save(tmp_path / "py.svg")
     assert (tmp_path / "py.svg").read_text() == chart
     with pytest.raises(pipeplan.InstanceError, match="no run judged"):
-        pipeplan.accuracy_chart(runs.parent / "mit")
+        pipeplan.accuracy_chart(documented_runs(sailor_root, "mit"))
 
 
 def test_calibrate_writes_the_shipped_file(sailor_root, tmp_path):
-    runs = sailor_root / "Planner" / "simulations" / "validation" / "clariden"
+    runs = documented_runs(sailor_root, "clariden")
     out = tmp_path / "cal.json"
     fitted = pipeplan.calibrate(runs, out)
-    # The shipped file is `pipeplan calibrate` on the same folder (tests/sailor_cli.rs checks
+    # The shipped file is `pipeplan calibrate` on the same runs (tests/sailor_cli.rs checks
     # that): the same bytes from Python.
     shipped = ROOT / "calibrations" / "clariden-gh200.json"
     assert out.read_text() == shipped.read_text()
@@ -350,9 +350,9 @@ def test_calibrate_writes_the_shipped_file(sailor_root, tmp_path):
     # The file serves calibration= at once.
     frame = pipeplan.accuracy(runs, calibration=out)
     judged = frame[frame["status"] == "judged"]
-    assert len(judged) == 19
+    assert len(judged) == len(documented("judged"))
     with pytest.raises(pipeplan.InstanceError, match=r"(?s)0 judged run\(s\) of 8.*heterogeneous"):
-        pipeplan.calibrate(runs.parent / "mit")
+        pipeplan.calibrate(documented_runs(sailor_root, "mit"))
 
 
 def _opt350_n4_d2(sailor_root):

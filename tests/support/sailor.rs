@@ -2,6 +2,7 @@
 
 use super::{pipeplan, stderr};
 use pipeplan_formulations::peers;
+use pipeplan_formulations::peers::sailor_runs;
 use serde_json::Value;
 
 /// The Sailor checkout of the peers folder; `None`, with a SKIPPED line, without it.
@@ -24,9 +25,23 @@ pub fn gh200_dir(root: &std::path::Path) -> std::path::PathBuf {
     root.join("Planner/simulations/validation/clariden")
 }
 
-/// [`gh200_dir`] as an argument.
-pub fn gh200_runs(root: &std::path::Path) -> String {
-    gh200_dir(root).display().to_string()
+/// [`sailor_runs::documented_runs`] as arguments: tests whose counts or fitted figures are
+/// fixed pass these files rather than the folder, so that runs added to it change nothing there.
+pub fn documented_runs(root: &std::path::Path, under: &str) -> Vec<String> {
+    sailor_runs::documented_runs(root, under)
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect()
+}
+
+/// `args` with `runs` in place of the `"RUNS"` among them.
+pub fn with_runs(args: &[&str], runs: &[String]) -> Vec<String> {
+    args.iter()
+        .flat_map(|a| match *a {
+            "RUNS" => runs.to_vec(),
+            a => vec![a.to_string()],
+        })
+        .collect()
 }
 
 /// A file or folder of the GH200 runs.

@@ -46,3 +46,4 @@ pub fn skip_notice(what: &str, why: &str) {
 }
 
 pub mod pipedream_runs;
+pub mod sailor_runs;

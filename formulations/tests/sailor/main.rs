@@ -13,6 +13,7 @@ use pipeplan_formulations::import::sailor::runs::{collect, Outcome, RunOptions};
 use pipeplan_formulations::import::sailor::{import_file, Selection};
 use pipeplan_formulations::instance::{Instance, Layer, Precision, TensorParallel};
 use pipeplan_formulations::peers;
+use pipeplan_formulations::peers::sailor_runs::{documented, documented_runs};
 use pipeplan_formulations::plan::{Plan, Schedule, Stage};
 use pipeplan_formulations::plan_from::sailor::{read_noted, scaled_profile};
 use pipeplan_formulations::testing::shipped;
