@@ -15,7 +15,10 @@ proptest! {
         let inst = instance(&layers, stages.len() as u32, 1e15, bw);
         for t in breakpoints_and_midpoints(&inst, &stages) {
             let s = least_memory(&inst, &stages, t, &opts()).unwrap();
-            prop_assert_eq!(s.status, Status::Optimal);
+            // HiGHS may prove a least largest memory that the second solve (least sum under it)
+            // then beats; the pattern is the better one and no bound is claimed.
+            let refuted = s.notes.iter().any(|n| n.contains("that proof does not hold"));
+            prop_assert_eq!(s.status, if refuted { Status::Feasible } else { Status::Optimal });
             prop_assert_eq!(s.goal, IlpGoal::LeastMemory);
             let ev = check_with_evaluator(&inst, &s);
             prop_assert!(ev.fits);
@@ -28,7 +31,11 @@ proptest! {
                 );
             }
             prop_assert_eq!(&s.in_flight, &reference.in_flight);
-            prop_assert!(close(s.bound.unwrap(), s.max_memory));
+            if refuted {
+                prop_assert_eq!(s.bound, None);
+            } else {
+                prop_assert!(close(s.bound.unwrap(), s.max_memory), "T = {}: {:?} vs {}", t, s.bound, s.max_memory);
+            }
         }
     }
 

@@ -46,6 +46,19 @@ impl Alloc<'_> {
                         sched.max_memory = s2.max_memory;
                         sched.in_flight = s2.in_flight;
                     }
+                    if sched.max_memory < bound * (1.0 - 1e-9) {
+                        // A pattern below the first solve's proven least: HiGHS's proof does not
+                        // hold on this model here, so none is claimed.
+                        sched.notes.push(format!(
+                            "the second solve found a largest memory of {} bytes, below the {} \
+                             the first solve proved least: that proof does not hold (HiGHS on \
+                             this big-M model), so no bound is claimed",
+                            sched.max_memory, bound
+                        ));
+                        sched.status = Status::Feasible;
+                        sched.bound = None;
+                        sched.gap = None;
+                    }
                     if out2.status == IlpStatus::Feasible {
                         sched.notes.push(
                             "the time limit stopped the second solve (least sum of memories): \

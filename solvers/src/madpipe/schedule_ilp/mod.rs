@@ -195,9 +195,10 @@ pub struct IlpSchedule {
     pub stop: Option<Stop>,
     /// Proven lower bound on the goal's objective: the largest memory (bytes) for
     /// [`IlpGoal::LeastMemory`], the period (ms) for [`IlpGoal::LeastPeriod`]; `None` for
-    /// [`IlpGoal::FitMemory`].
+    /// [`IlpGoal::FitMemory`], and for a least memory whose proof the second solve refuted
+    /// (status `Feasible`, noted).
     pub bound: Option<f64>,
-    /// Relative gap `(value - bound) / value` of the goal's objective.
+    /// Relative gap `(value - bound) / value` of the goal's objective (`None` without a bound).
     pub gap: Option<f64>,
     /// [`least_period`]: `(lo, hi)` with every period `< lo` proven infeasible (or below the
     /// largest load) and `hi = period` feasible.
