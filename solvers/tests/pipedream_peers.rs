@@ -244,6 +244,26 @@ fn configurations_of(
     out
 }
 
+/// The configurations of layers `first..n` the optimizer's DP searches on `machines` machines:
+/// on exactly that many, or with `use_fewer_machines` on at most that many when the range has
+/// two layers or more (a one-layer range stays one stage on every machine, as in the optimizer,
+/// whose rule starts at `j = i + 1`).
+fn searched(
+    first: usize,
+    n: usize,
+    machines: usize,
+    replicate: bool,
+    fewer: bool,
+) -> Vec<Vec<(usize, usize, usize)>> {
+    if fewer && n - first >= 2 {
+        (1..=machines)
+            .flat_map(|m| configurations_of(first, n, m, replicate))
+            .collect()
+    } else {
+        configurations_of(first, n, machines, replicate)
+    }
+}
+
 /// A single level of `machines` GPUs with every setting drawn.
 fn single_level(machines: std::ops::RangeInclusive<usize>) -> impl Strategy<Value = PdConfig> {
     (
@@ -286,14 +306,22 @@ fn profiles() -> impl Strategy<Value = PdProfile> {
 proptest! {
     #![proptest_config(proptest_config(400))]
 
+    /// With `use_fewer_machines` (the memory check off: the optimizer checks a stage with the
+    /// machines of the cell it fills, not those its configuration uses), on at most the machines.
     #[test]
     fn dp_equals_brute_force(
         p in profiles(),
         cfg in single_level(1..=5),
+        fewer in any::<bool>(),
     ) {
+        let cfg = PdConfig {
+            use_fewer_machines: fewer,
+            memory_check: cfg.memory_check && !fewer,
+            ..cfg
+        };
         let (machines, replicate) = (cfg.levels[0].machines, cfg.replicate);
         let p = PdStates::chain(&p);
-        let brute = configurations(p.len(), machines, replicate)
+        let brute = searched(0, p.len(), machines, replicate, fewer)
             .into_iter()
             .filter_map(|c| pd_objective(&p, &cfg, &c).map(|v| (v, c)))
             .min_by(|a, b| a.0.total_cmp(&b.0));
@@ -302,10 +330,15 @@ proptest! {
             (Some(part), Some((best, _))) => {
                 prop_assert_eq!(part.time, best);
                 let c: Vec<_> = part.stages.iter().map(|s| (s.first, s.last, s.replicas)).collect();
-                prop_assert_eq!(c.iter().map(|x| x.2).sum::<usize>(), machines);
+                let used = c.iter().map(|x| x.2).sum::<usize>();
+                if fewer {
+                    prop_assert!(used <= machines);
+                } else {
+                    prop_assert_eq!(used, machines);
+                }
                 prop_assert_eq!(pd_objective(&p, &cfg, &c), Some(part.time));
                 if !replicate {
-                    prop_assert_eq!(c.len(), machines);
+                    prop_assert_eq!(c.len(), used);
                 }
             }
             (dp, brute) => prop_assert!(false, "DP {:?} vs brute force {:?}", dp, brute),
@@ -317,7 +350,8 @@ proptest! {
     #![proptest_config(proptest_config(200))]
 
     /// Two levels (`-n a b -b x y`): every range's time at the upper level is the least
-    /// lower-level time of that range on all its machines, found here by enumeration.
+    /// lower-level time of that range on all its machines (at most, with `use_fewer_machines`
+    /// and the memory check off), found here by enumeration.
     #[test]
     fn two_level_dp_equals_brute_force(
         p in profiles(),
@@ -329,7 +363,9 @@ proptest! {
         intra in 1e9f64..1e12,
         inter in 1e8f64..1e10,
         activation_compression_ratio in proptest::option::of(0.5f64..4.0),
+        fewer in any::<bool>(),
     ) {
+        let memory_check = memory_check && !fewer;
         let cfg = PdConfig {
             levels: vec![
                 PdLevel { machines: inner, bandwidth: intra },
@@ -339,18 +375,19 @@ proptest! {
             memory_check,
             memory,
             activation_compression_ratio,
+            use_fewer_machines: fewer,
         };
         let n = p.len();
         let compute = |i: usize, j: usize| Some(p.compute[i..=j].iter().sum::<f64>());
         let p = PdStates::chain(&p);
         // Least level-1 time of layers i..=j on `inner` machines.
         let inner_best = |i: usize, j: usize| -> Option<f64> {
-            configurations_of(i, j + 1, inner, replicate)
+            searched(i, j + 1, inner, replicate, fewer)
                 .iter()
                 .filter_map(|c| pd_level_objective(&p, &cfg, 0, &compute, c))
                 .min_by(f64::total_cmp)
         };
-        let brute = configurations(n, outer, replicate)
+        let brute = searched(0, n, outer, replicate, fewer)
             .iter()
             .filter_map(|c| pd_level_objective(&p, &cfg, 1, &inner_best, c))
             .min_by(f64::total_cmp);
@@ -360,10 +397,16 @@ proptest! {
                 let scale = best.abs().max(1e-12);
                 prop_assert!((part.time - best).abs() <= 1e-9 * scale, "{} vs {}", part.time, best);
                 let mut gpus: Vec<u32> = part.stages.iter().flat_map(|s| s.gpus.clone()).collect();
-                prop_assert_eq!(gpus.len(), inner * outer);
+                let used = gpus.len();
+                if fewer {
+                    prop_assert!(used <= inner * outer);
+                } else {
+                    prop_assert_eq!(used, inner * outer);
+                }
                 gpus.sort();
                 gpus.dedup();
-                prop_assert_eq!(gpus.len(), inner * outer, "every GPU once");
+                prop_assert_eq!(gpus.len(), used, "a GPU once at most");
+                prop_assert!(gpus.iter().all(|&g| (g as usize) < inner * outer));
                 for s in &part.stages {
                     prop_assert_eq!(s.replicas, s.gpus.len());
                 }

@@ -21,7 +21,7 @@ pub struct OptimizerRun {
 }
 
 /// The optimizer's flags that have a pipeplan equivalent.
-const KNOWN: [&str; 7] = [
+const KNOWN: [&str; 8] = [
     "-f",
     "-n",
     "-b",
@@ -29,6 +29,7 @@ const KNOWN: [&str; 7] = [
     "--activation_compression_ratio",
     "--straight_pipeline",
     "--use_memory_constraint",
+    "--use_fewer_machines",
 ];
 
 /// The runs of the table in `OPTIMIZER_RUNS.md`: rows whose second cell is a command running
@@ -273,6 +274,10 @@ impl OptimizerRun {
                 .to_string(),
         );
         params.insert(
+            "use_fewer_machines".to_string(),
+            self.flags.contains_key("--use_fewer_machines").to_string(),
+        );
+        params.insert(
             "activation_compression_ratio".to_string(),
             self.one("--activation_compression_ratio")
                 .unwrap_or("none")
@@ -311,9 +316,14 @@ mod tests {
 
     #[test]
     fn unknown_flags_are_named() {
+        let md = MD.replace("-n 4 2", "-n 4 2 -o out");
+        let e = read_runs(&md).unwrap()[0].equivalent(Path::new("/p"));
+        assert!(e
+            .unwrap_err()
+            .contains("flag -o has no pipeplan equivalent"));
         let md = MD.replace("-n 4 2", "-n 4 2 --use_fewer_machines");
         let e = read_runs(&md).unwrap()[0].equivalent(Path::new("/p"));
-        assert!(e.unwrap_err().contains("--use_fewer_machines"));
+        assert_eq!(e.unwrap().params["use_fewer_machines"], "true");
     }
 
     #[test]

@@ -75,6 +75,9 @@ pub struct PdConfig {
     /// The optimizer's `--activation_compression_ratio`: activation transfers between stages
     /// enter the pipeline time divided by it; `None` (the optimizer's default) ignores them.
     pub activation_compression_ratio: Option<f64>,
+    /// The optimizer's `--use_fewer_machines`: a range may leave machines of its level unused
+    /// when that is faster (`A[i][j][m]` takes `A[i][j][m - 1]`).
+    pub use_fewer_machines: bool,
 }
 
 impl PdConfig {
@@ -89,6 +92,7 @@ impl PdConfig {
             memory_check: false,
             memory: f64::INFINITY,
             activation_compression_ratio: Some(1.0),
+            use_fewer_machines: false,
         }
     }
 
@@ -230,19 +234,21 @@ impl Table {
         self.get(i, j, self.nm - 1).map(|c| c.0)
     }
 
-    /// `(first, last, replicas, machines used up to it)` of the stages of `A[i][j][m]`.
+    /// `(first, last, replicas, machines used up to it)` of the stages of `A[i][j][m]`. The
+    /// machines used are counted from the cell, not from `m`: with `use_fewer_machines` a cell
+    /// may hold the configuration of fewer machines.
     fn walk(&self, i: usize, j: usize, m: usize) -> Vec<(usize, usize, usize, usize)> {
         let mut stages = Vec::new();
         let (mut j, mut m) = (j, m);
         while let Some((_, split, r)) = self.get(i, j, m) {
             match split {
                 Some((k, mp)) => {
-                    stages.push((k + 1, j, r, m + 1));
+                    stages.push((k + 1, j, r, mp + 1 + r));
                     j = k;
                     m = mp;
                 }
                 None => {
-                    stages.push((i, j, r, m + 1));
+                    stages.push((i, j, r, r));
                     break;
                 }
             }
@@ -284,6 +290,17 @@ fn level_table(
         for m in 1..nm {
             for j in i + 1..n {
                 let mut best = t.cells[at(i, j, m)];
+                if c.cfg.use_fewer_machines {
+                    // The optimizer's `A[i][j][m - 1][0] < min_pipeline_time`, after its
+                    // single stage: with a time on m + 1 machines and none on m, Python raises a
+                    // TypeError there; no answer of it exists to follow, so that time is kept.
+                    let fewer = t.cells[at(i, j, m - 1)];
+                    match (best, fewer) {
+                        (None, _) => best = fewer,
+                        (Some(b), Some(f)) if f.0 < b.0 => best = fewer,
+                        _ => {}
+                    }
+                }
                 // Splits after a state of the range (the optimizer's predecessors of `j`
                 // that follow state `i - 1`; below the final level, that contain it).
                 let preds = c.s.preds(j);

@@ -12,8 +12,10 @@
 //! `k+1..=j` on `m'` replicas after `A[k][m - m']`; the pipeline time is the max of the prefix's,
 //! the last stage's `(U + 4 (m' - 1) W / (beta m')) / m'`, and the transfers into and out of it,
 //! `2 a / (beta m')` (activation forward plus gradient back over `m'` lanes; `a` = bytes crossing
-//! the cut). Every machine is used (`--use_fewer_machines` off). Straight pipeline (the default
-//! here, as the MadPipe paper compares: one GPU per stage): `m' = 1` and exactly P stages;
+//! the cut). Every machine is used, unless `--set use_fewer_machines=true` (the optimizer's
+//! `--use_fewer_machines`): then `A[j][m]` keeps `A[j][m - 1]` when that is faster, so a pipeline
+//! may leave GPUs unused. Straight pipeline (the default here, as the MadPipe paper compares: one
+//! GPU per stage): `m' = 1` and exactly P stages (at most P with `use_fewer_machines`);
 //! `--set replicate=true` allows replicated (data-parallel) stages.
 //!
 //! **Memory check** (`--use_memory_constraint`; on by default here, `--set memory_check=false`
@@ -261,6 +263,13 @@ impl Algorithm for PipeDream {
                 "the planner's rough memory check (weights and activations of a stage)",
             ),
             Param::new(
+                "use_fewer_machines",
+                Kind::Flag,
+                "false",
+                "let the pipeline leave GPUs unused when that is faster (the optimizer's \
+                 --use_fewer_machines)",
+            ),
+            Param::new(
                 "activation_compression_ratio",
                 Kind::Real {
                     above: 0.0,
@@ -277,6 +286,7 @@ impl Algorithm for PipeDream {
         let memory_check = ctx.settings.flag("memory_check");
         let activation_compression_ratio =
             ctx.settings.real("activation_compression_ratio").flatten();
+        let use_fewer_machines = ctx.settings.flag("use_fewer_machines");
         let machines = machines(inst, ctx, replicate)?;
         let cfg = PdConfig {
             levels: levels(inst, machines),
@@ -284,6 +294,7 @@ impl Algorithm for PipeDream {
             memory_check,
             memory: inst.usable_memory(),
             activation_compression_ratio,
+            use_fewer_machines,
         };
         let profile = PdProfile::of(inst);
         let (states, cut_at) = search_states(&profile, &cfg);
@@ -354,6 +365,14 @@ impl Algorithm for PipeDream {
             },
             part.time
         ));
+        let used: usize = part.stages.iter().map(|s| s.replicas).sum();
+        if used < cfg.gpus() {
+            sol.notes.push(format!(
+                "the pipeline uses {used} of the {} GPUs searched (use_fewer_machines: more \
+                 would be slower in PipeDream's model)",
+                cfg.gpus()
+            ));
+        }
         sol.notes.push(if sol.plan.order.is_some() {
             format!("{cut_at}; the stages are ranges of the plan's layer order (plan.order)")
         } else {
