@@ -147,10 +147,13 @@ pub(super) fn flatten(config: &Map<String, Value>) -> Result<Map<String, Value>,
 /// first). A config that sets one of them to another value imports (the static profile values
 /// are read instead), and [`not_emulated`] names it: the engine's plan and throughput may then
 /// differ (`docs/galvatron.md`, "Golden replays").
-const EMULATED: [(&str, &[&str]); 3] = [
+const EMULATED: [(&str, &[&str]); 4] = [
     ("time_profile_mode", &["static", "sequence"]),
     ("memory_profile_mode", &["static", "sequence"]),
     ("sp_space", &["tp", "tp+sp"]),
+    // 0 leaves the engine's DP without a vocabulary-tp choice (`vtp` stays -1): it finds no
+    // configuration at all. pipeplan plans with the pipeline cost model.
+    ("use_pipeline_costmodel", &["1", "true"]),
 ];
 
 /// The engine arguments of a config (either form) whose values pipeplan does not emulate, as
@@ -161,19 +164,55 @@ pub fn not_emulated(doc: &Value) -> Result<Vec<String>, InputError> {
         .and_then(Value::as_object)
         .ok_or_else(|| field("config", "missing: the file must hold a `config` object"))?;
     let flat = flatten(config)?;
-    Ok(EMULATED
+    let text = |key: &str| {
+        flat.get(key)
+            .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_string))
+    };
+    let mut out: Vec<String> = EMULATED
         .iter()
         .filter_map(|(key, modelled)| {
-            let v = flat.get(*key)?;
-            let v = v.as_str().map_or_else(|| v.to_string(), str::to_string);
+            let v = text(key)?;
             (!modelled.contains(&v.as_str())).then(|| format!("{key}={v}"))
         })
-        .collect())
+        .collect();
+    // `recommend_min_bsz` acts only in a batch-size search (`settle_bsz` not positive), where the
+    // engine at 14f5972 raises a TypeError before searching (`estimate_strategy_max_bsz` calls
+    // `get_pp_stage_for_bsz` without its `mbsz_dict`); pipeplan searches from `min_bsz`.
+    let recommend = text("recommend_min_bsz").is_some_and(|v| v != "0" && v != "false");
+    let searched = flat
+        .get("settle_bsz")
+        .and_then(Value::as_f64)
+        .is_none_or(|b| b <= 0.0);
+    if recommend && searched {
+        out.push("recommend_min_bsz=1 (the engine raises a TypeError there)".into());
+    }
+    Ok(out)
 }
 
 #[cfg(test)]
 mod tests {
-    use super::resolve_note;
+    use super::{not_emulated, resolve_note};
+    use serde_json::json;
+
+    #[test]
+    fn arguments_the_engine_would_answer_differently_are_named() {
+        let doc = |args: serde_json::Value| json!({"config": {"engine_args": args}});
+        let plain = doc(json!({"settle_bsz": 256, "recommend_min_bsz": 1, "sp_space": "tp"}));
+        assert!(not_emulated(&plain).unwrap().is_empty(), "a settled batch");
+        let searched = doc(json!({"settle_bsz": -1, "recommend_min_bsz": 1}));
+        assert_eq!(
+            not_emulated(&searched).unwrap(),
+            ["recommend_min_bsz=1 (the engine raises a TypeError there)"]
+        );
+        let no_costmodel = doc(json!({"use_pipeline_costmodel": 0, "recommend_min_bsz": 0}));
+        assert_eq!(
+            not_emulated(&no_costmodel).unwrap(),
+            ["use_pipeline_costmodel=0"]
+        );
+        assert!(not_emulated(&doc(json!({"use_pipeline_costmodel": 1})))
+            .unwrap()
+            .is_empty());
+    }
 
     #[test]
     fn a_staged_copy_reads_its_source() {

@@ -115,8 +115,8 @@ pub fn import(doc: &Value, root: &Path) -> Result<Instance, InputError> {
     if !unmodelled.is_empty() {
         notes.push(format!(
             "engine arguments not emulated (modelled as the engine's defaults: static profile \
-             values, tp-only sequence parallelism; the engine's plan and throughput may \
-             differ): {}",
+             values, tp-only sequence parallelism, the pipeline cost model, batch sizes from \
+             min_bsz; the engine's plan and throughput may differ): {}",
             unmodelled.join(", ")
         ));
     }
