@@ -16,13 +16,19 @@
 //! same count (its states are the optimizer's, `docs/pipedream.md`, "States").
 //!
 //! The project's own runs of the optimizer (`references/pipedream/`, flags and profiles the
-//! recordings do not use) are replayed the same way.
+//! recordings do not use) are replayed the same way. A run of more than two levels (`-n 2 2 2`),
+//! which pipeplan's cluster cannot hold, is imported as one level of all its GPUs and solved
+//! through the library with the run's levels (`PdConfig`).
 
 mod support;
 
 use pipeplan_formulations::peers;
 use pipeplan_formulations::peers::pipedream_runs::{
-    pipeline_time, read_runs, states, unique_plans, OptimizerRun,
+    pipeline_time, read_runs, states, unique_plans, Equivalent, OptimizerRun,
+};
+use pipeplan_formulations::Instance;
+use pipeplan_solvers::madpipe::pipedream::{
+    pipedream_partition, PdConfig, PdLevel, PdProfile, PdStates,
 };
 use std::path::{Path, PathBuf};
 use support::pipeplan;
@@ -41,6 +47,75 @@ fn equivalent(
     let mut one = e.one_process_args();
     one.push("--json".into());
     (e.import_args(&path), solve, one)
+}
+
+/// What a replay found: the claimed time (ms), the stages `(first, end, replicas)` and the
+/// antichain states searched.
+type Found = (f64, Vec<(usize, usize, usize)>, Option<usize>);
+
+/// A run of more than two levels through the library: the profile of the instance the import
+/// wrote, searched with the run's levels and settings.
+fn library(run: &OptimizerRun, e: &Equivalent, instance: &Path) -> Found {
+    let inst = Instance::from_path(instance).unwrap_or_else(|e| panic!("{}: {e}", run.name));
+    let flag = |k: &str| e.params[k] == "true";
+    let cfg = PdConfig {
+        levels: e
+            .levels
+            .iter()
+            .map(|&(machines, bandwidth)| PdLevel {
+                machines: machines as usize,
+                bandwidth,
+            })
+            .collect(),
+        replicate: flag("replicate"),
+        memory_check: flag("memory_check"),
+        memory: inst.usable_memory(),
+        activation_compression_ratio: e.params["activation_compression_ratio"].parse().ok(),
+        use_fewer_machines: flag("use_fewer_machines"),
+    };
+    let s = PdStates::of(&PdProfile::of(&inst));
+    let part = pipedream_partition(&s, &cfg)
+        .unwrap_or_else(|| panic!("{}: no plan through the library", run.name));
+    let stages = part
+        .stages
+        .iter()
+        .map(|st| (st.first, st.last + 1, st.replicas))
+        .collect();
+    (part.time, stages, Some(s.len()))
+}
+
+/// The run through the command line: `solve --json` on the imported instance, and the same in
+/// one process (`solve --from pipedream GRAPH ...`), which must agree.
+fn command_line(dir: &Path, run: &OptimizerRun, instance: &Path) -> Found {
+    let (_, solve, one) = equivalent(dir, run, instance);
+    let v: serde_json::Value = serde_json::from_slice(&succeeds(run, &solve)).unwrap();
+    let sol = if v.is_array() { v[0].clone() } else { v };
+    let ms = sol["claimed"]["objective"]["value"].as_f64().unwrap();
+    let v1: serde_json::Value = serde_json::from_slice(&succeeds(run, &one)).unwrap();
+    assert_eq!(
+        v1["claimed"]["objective"]["value"].as_f64(),
+        Some(ms),
+        "{}: solve --from differs from import | solve",
+        run.name
+    );
+    let stages = sol["plan"]["stages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            (
+                s["first"].as_u64().unwrap() as usize,
+                s["last"].as_u64().unwrap() as usize + 1,
+                s["dp"].as_u64().unwrap_or(1) as usize,
+            )
+        })
+        .collect();
+    let searched = sol["notes"].as_array().unwrap().iter().find_map(|n| {
+        let n = n.as_str()?;
+        let at = n.find("the optimizer's ")? + "the optimizer's ".len();
+        n[at..].split(' ').next()?.parse::<usize>().ok()
+    });
+    (ms, stages, searched)
 }
 
 /// Runs `pipeplan` with `args`, which must succeed; its standard output.
@@ -99,33 +174,16 @@ fn recorded_optimizer_runs_reproduce() {
         let expected = pipeline_time(&text)
             .unwrap_or_else(|| panic!("{}: no 'Time per stage in pipeline'", stdout.display()));
         let instance = tmp.join(format!("{}.json", run.name));
-        let (import, solve, one) = equivalent(&dir, run, &instance);
+        let (import, _, _) = equivalent(&dir, run, &instance);
         succeeds(run, &import);
-        let v: serde_json::Value = serde_json::from_slice(&succeeds(run, &solve)).unwrap();
-        let sol = if v.is_array() { v[0].clone() } else { v };
-        let ms = sol["claimed"]["objective"]["value"].as_f64().unwrap();
-        // The same run in one process (`solve --from pipedream GRAPH ...`): the same answer.
-        let v1: serde_json::Value = serde_json::from_slice(&succeeds(run, &one)).unwrap();
-        assert_eq!(
-            v1["claimed"]["objective"]["value"].as_f64(),
-            Some(ms),
-            "{}: solve --from differs from import | solve",
-            run.name
-        );
+        let e = run.equivalent(&dir).unwrap_or_else(|m| panic!("{m}"));
+        let (ms, stages, searched) = if e.solved_by_cli() {
+            command_line(&dir, run, &instance)
+        } else {
+            library(run, &e, &instance)
+        };
         let got = ms / 1e3;
         let rel = (got - expected).abs() / expected;
-        let stages: Vec<(usize, usize, usize)> = sol["plan"]["stages"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|s| {
-                (
-                    s["first"].as_u64().unwrap() as usize,
-                    s["last"].as_u64().unwrap() as usize + 1,
-                    s["dp"].as_u64().unwrap_or(1) as usize,
-                )
-            })
-            .collect();
         let layers = stages.last().map_or(0, |s| s.1);
         let chain = states(&text) == Some(layers);
         let boundaries = match unique.get(&run.name) {
@@ -150,11 +208,6 @@ fn recorded_optimizer_runs_reproduce() {
                 run.name
             ));
         }
-        let searched = sol["notes"].as_array().unwrap().iter().find_map(|n| {
-            let n = n.as_str()?;
-            let at = n.find("the optimizer's ")? + "the optimizer's ".len();
-            n[at..].split(' ').next()?.parse::<usize>().ok()
-        });
         if searched != states(&text) {
             failures.push(format!(
                 "{}: {searched:?} antichain states searched, the optimizer printed {:?}",

@@ -145,13 +145,23 @@ pub fn unique_plans(summary: &str) -> BTreeMap<String, Vec<(usize, usize, usize)
 pub struct Equivalent {
     /// The profile (`-f`), under the peers' `pipedream` folder.
     pub graph: PathBuf,
-    /// `-n` GPUs (per server, then servers), `-s` memory, `-b` bandwidths.
+    /// `-n` GPUs (per server, then servers), `-s` memory, `-b` bandwidths. A run of more than
+    /// two levels, which pipeplan's cluster cannot hold, gets one level of all its GPUs at the
+    /// innermost bandwidth: enough to import the profile (see [`Equivalent::levels`]).
     pub cluster: Cluster,
+    /// Every `-n`/`-b` level, innermost first: (machines, bytes/s).
+    pub levels: Vec<(u32, f64)>,
     /// `--set` settings of `solve --algo pipedream`.
     pub params: BTreeMap<String, String>,
 }
 
 impl Equivalent {
+    /// Whether `pipeplan solve` reproduces the run (one or two levels); a run of more levels is
+    /// reproduced through the library's `PdConfig`, which takes any number.
+    pub fn solved_by_cli(&self) -> bool {
+        self.levels.len() <= 2
+    }
+
     /// `pipeplan import` arguments writing the instance to `out` (`-`: standard output).
     pub fn import_args(&self, out: &str) -> Vec<String> {
         let mut args: Vec<String> = ["import", "--from", "pipedream"].map(String::from).to_vec();
@@ -242,9 +252,9 @@ impl OptimizerRun {
                 .collect::<Result<Vec<f64>, String>>()?,
             None => vec![1e9],
         };
-        if machines.is_empty() || machines.len() > 2 || machines.len() != bandwidths.len() {
+        if machines.is_empty() || machines.len() != bandwidths.len() {
             return Err(format!(
-                "{name}: -n {machines:?} -b {bandwidths:?}: one or two levels, one bandwidth each"
+                "{name}: -n {machines:?} -b {bandwidths:?}: one bandwidth per level"
             ));
         }
         let memory = match self.one("-s") {
@@ -258,7 +268,7 @@ impl OptimizerRun {
             memory,
             bandwidth: Bandwidth {
                 intra_node: bandwidths[0],
-                inter_node: bandwidths.get(1).copied(),
+                inter_node: (machines.len() == 2).then(|| bandwidths[1]),
             },
             pcie: None,
         };
@@ -286,6 +296,7 @@ impl OptimizerRun {
         Ok(Equivalent {
             graph: dir.join(profile.trim_start_matches("../")),
             cluster,
+            levels: machines.iter().copied().zip(bandwidths).collect(),
             params,
         })
     }
@@ -312,6 +323,22 @@ mod tests {
         assert_eq!(e.cluster.bandwidth.inter_node, Some(1e9));
         assert_eq!(e.params["activation_compression_ratio"], "1");
         assert_eq!(e.params["memory_check"], "false");
+        assert!(e.solved_by_cli());
+        // Three levels: the library's levels, one level of every GPU for the import.
+        let md = MD.replace(
+            "-n 4 2 -b 10000000000 1000000000",
+            "-n 2 2 2 -b 1e10 5e9 1e9",
+        );
+        let e = read_runs(&md).unwrap()[0]
+            .equivalent(Path::new("/p"))
+            .unwrap();
+        assert_eq!(e.levels, [(2, 1e10), (2, 5e9), (2, 1e9)]);
+        assert!(!e.solved_by_cli());
+        assert_eq!((e.cluster.gpus, e.cluster.gpus_per_node), (8, None));
+        assert_eq!(e.cluster.bandwidth.inter_node, None);
+        let md = MD.replace("-b 10000000000 1000000000", "-b 10000000000");
+        let e = read_runs(&md).unwrap()[0].equivalent(Path::new("/p"));
+        assert!(e.unwrap_err().contains("one bandwidth per level"));
     }
 
     #[test]

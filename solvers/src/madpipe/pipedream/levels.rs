@@ -145,8 +145,12 @@ struct LevelCost<'a> {
     cfg: &'a PdConfig,
     machines: usize,
     bandwidth: f64,
-    /// GPUs in one machine of this level (the optimizer's `num_machines_within_machine`).
+    /// GPUs in one machine of this level: the product of the machines of the levels below.
     within: usize,
+    /// What the synchronisation of a range that starts the pipeline is divided by: the
+    /// optimizer's `num_machines_within_machine`, the machines of the level just below (not
+    /// the GPUs of a machine: the two differ from three levels on).
+    share: usize,
 }
 
 impl<'a> LevelCost<'a> {
@@ -157,6 +161,9 @@ impl<'a> LevelCost<'a> {
             machines: cfg.levels[level].machines,
             bandwidth: cfg.levels[level].bandwidth,
             within: cfg.levels[..level].iter().map(|l| l.machines).product(),
+            share: level
+                .checked_sub(1)
+                .map_or(1, |below| cfg.levels[below].machines),
         }
     }
 
@@ -193,13 +200,13 @@ impl<'a> LevelCost<'a> {
     }
 
     /// Time of a range that starts a pipeline (no split before it) on `r` replicas; its
-    /// synchronisation is shared by the `within` GPUs of each machine.
+    /// synchronisation is divided by `share`, as the optimizer divides it.
     fn first_stage(&self, compute: f64, i: usize, j: usize, r: usize) -> f64 {
-        (compute + self.sync(i, j, r) / self.within as f64) / r as f64
+        (compute + self.sync(i, j, r) / self.share as f64) / r as f64
     }
 
     /// Time of a range after a split on `r` replicas (the optimizer does not divide this
-    /// synchronisation by `within`).
+    /// synchronisation by `share`).
     fn later_stage(&self, compute: f64, i: usize, j: usize, r: usize) -> f64 {
         (compute + self.sync(i, j, r)) / r as f64
     }
