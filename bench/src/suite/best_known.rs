@@ -83,6 +83,16 @@ pub struct FoldReport {
     pub bounds_raised: Vec<String>,
     /// Values contradicting an entry (not applied), with why.
     pub conflicts: Vec<String>,
+    /// The conflicts counted by kind: the objective, who found or proved what, and why
+    /// (`async period: exact-contiguous proved optimal a value above one madpipe found`).
+    pub conflict_kinds: std::collections::BTreeMap<String, usize>,
+}
+
+impl FoldReport {
+    fn refuse(&mut self, kind: String, line: String) {
+        *self.conflict_kinds.entry(kind).or_default() += 1;
+        self.conflicts.push(line);
+    }
 }
 
 impl FoldReport {
@@ -148,13 +158,18 @@ impl BestKnown {
             return;
         };
         let conflict = |why: &str| format!("{} ({why}; entry: {})", c.label(), e.label());
+        let kind = |what: String| format!("{}: {what}", c.objective);
         if e.hash != c.hash {
-            report.conflicts.push(format!(
-                "{} (found on instance {}, the entry is for {}: another instance of that name)",
-                c.label(),
-                c.hash,
-                e.hash
-            ));
+            report.refuse(
+                kind("a value found on another instance of the same name".into()),
+                format!(
+                    "{} (found on instance {}, the entry is for {}: another instance of that \
+                     name)",
+                    c.label(),
+                    c.hash,
+                    e.hash
+                ),
+            );
             return;
         }
         if close(c.value, e.value) {
@@ -167,15 +182,23 @@ impl BestKnown {
         }
         if c.value < e.value {
             if e.optimal {
-                report
-                    .conflicts
-                    .push(conflict("below a value proven optimal"));
+                report.refuse(
+                    kind(format!(
+                        "{} found a value below one {} proved optimal",
+                        c.found_by, e.found_by
+                    )),
+                    conflict("below a value proven optimal"),
+                );
                 return;
             }
             if let Some(b) = e.bound.filter(|b| c.value < *b && !close(c.value, *b)) {
-                report
-                    .conflicts
-                    .push(conflict(&format!("below the proven lower bound {b}")));
+                report.refuse(
+                    kind(format!(
+                        "{} found a value below a proven lower bound",
+                        c.found_by
+                    )),
+                    conflict(&format!("below the proven lower bound {b}")),
+                );
                 return;
             }
             let bound = if c.optimal {
@@ -192,15 +215,25 @@ impl BestKnown {
         }
         // A worse value: a proof of it contradicts the known feasible value; a bound may rise.
         if c.optimal {
-            report.conflicts.push(conflict(
-                "proven optimal by an exact algorithm, but a lower feasible value is known",
-            ));
+            report.refuse(
+                kind(format!(
+                    "{} proved optimal a value above one {} found",
+                    c.found_by, e.found_by
+                )),
+                conflict(
+                    "proven optimal by an exact algorithm, but a lower feasible value is known",
+                ),
+            );
             return;
         }
         if let Some(b) = c.bound.filter(|b| *b > e.value && !close(*b, e.value)) {
-            report.conflicts.push(conflict(&format!(
-                "its lower bound {b} is above the known value"
-            )));
+            report.refuse(
+                kind(format!(
+                    "{}'s lower bound is above a value {} found",
+                    c.found_by, e.found_by
+                )),
+                conflict(&format!("its lower bound {b} is above the known value")),
+            );
             return;
         }
         if let Some(b) = c.bound {
@@ -306,6 +339,18 @@ mod tests {
         assert!(r.conflicts[0].contains("lower feasible value"), "{r:?}");
         assert_eq!(bk.entries[0].value, 10.0);
         assert!(!bk.entries[0].optimal);
+        // Counted by kind: the objective, the prover and the finder.
+        let r = bk.fold(&[
+            entry(12.0, "exact", true, Some(12.0)),
+            entry(13.0, "exact", true, Some(13.0)),
+        ]);
+        assert_eq!(
+            r.conflict_kinds.into_iter().collect::<Vec<_>>(),
+            [(
+                "async period: exact proved optimal a value above one heuristic found".to_string(),
+                2
+            )]
+        );
     }
 
     #[test]
@@ -313,6 +358,10 @@ mod tests {
         let mut bk = start(entry(10.0, "exact", true, None));
         let r = bk.fold(&[entry(9.0, "heuristic", false, None)]);
         assert_eq!(r.conflicts.len(), 1);
+        assert_eq!(
+            r.conflict_kinds.keys().collect::<Vec<_>>(),
+            ["async period: heuristic found a value below one exact proved optimal"]
+        );
         assert_eq!(bk.entries[0].value, 10.0);
         let mut bk = start(entry(10.0, "h", false, Some(9.5)));
         let r = bk.fold(&[entry(9.0, "h2", false, None)]);

@@ -92,6 +92,15 @@ pub fn run(a: ReportArgs) -> Result<(), Failure> {
                 String::new()
             }
         );
+        if !folded.conflicts.is_empty() {
+            eprintln!(
+                "{} conflicts (not applied), by kind:",
+                folded.conflicts.len()
+            );
+            for (kind, n) in &folded.conflict_kinds {
+                eprintln!("  {n:>5}  {kind}");
+            }
+        }
         for c in &folded.conflicts {
             eprintln!("conflict (not applied): {c}");
         }
