@@ -33,22 +33,6 @@ use pipeplan_solvers::madpipe::pipedream::{
 use std::path::{Path, PathBuf};
 use support::pipeplan;
 
-/// The `import`, `solve --json` and one-process `solve --from pipedream ... --json` arguments
-/// equivalent to a recorded command.
-fn equivalent(
-    dir: &Path,
-    run: &OptimizerRun,
-    instance: &Path,
-) -> (Vec<String>, Vec<String>, Vec<String>) {
-    let e = run.equivalent(dir).unwrap_or_else(|m| panic!("{m}"));
-    let path = instance.display().to_string();
-    let mut solve = e.solve_args(&path);
-    solve.push("--json".into());
-    let mut one = e.one_process_args();
-    one.push("--json".into());
-    (e.import_args(&path), solve, one)
-}
-
 /// What a replay found: the claimed time (ms), the stages `(first, end, replicas)` and the
 /// antichain states searched.
 type Found = (f64, Vec<(usize, usize, usize)>, Option<usize>);
@@ -86,8 +70,11 @@ fn library(run: &OptimizerRun, e: &Equivalent, instance: &Path) -> Found {
 
 /// The run through the command line: `solve --json` on the imported instance, and the same in
 /// one process (`solve --from pipedream GRAPH ...`), which must agree.
-fn command_line(dir: &Path, run: &OptimizerRun, instance: &Path) -> Found {
-    let (_, solve, one) = equivalent(dir, run, instance);
+fn command_line(run: &OptimizerRun, e: &Equivalent, instance: &Path) -> Found {
+    let mut solve = e.solve_args(&instance.display().to_string());
+    solve.push("--json".into());
+    let mut one = e.one_process_args();
+    one.push("--json".into());
     let v: serde_json::Value = serde_json::from_slice(&succeeds(run, &solve)).unwrap();
     let sol = if v.is_array() { v[0].clone() } else { v };
     let ms = sol["claimed"]["objective"]["value"].as_f64().unwrap();
@@ -174,11 +161,10 @@ fn recorded_optimizer_runs_reproduce() {
         let expected = pipeline_time(&text)
             .unwrap_or_else(|| panic!("{}: no 'Time per stage in pipeline'", stdout.display()));
         let instance = tmp.join(format!("{}.json", run.name));
-        let (import, _, _) = equivalent(&dir, run, &instance);
-        succeeds(run, &import);
         let e = run.equivalent(&dir).unwrap_or_else(|m| panic!("{m}"));
+        succeeds(run, &e.import_args(&instance.display().to_string()));
         let (ms, stages, searched) = if e.solved_by_cli() {
-            command_line(&dir, run, &instance)
+            command_line(run, &e, &instance)
         } else {
             library(run, &e, &instance)
         };

@@ -3,6 +3,7 @@
 
 use super::SuiteError;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 use std::path::Path;
 
 /// The best-known file of a suite.
@@ -85,17 +86,16 @@ pub struct FoldReport {
     pub conflicts: Vec<String>,
     /// The conflicts counted by kind: the objective, who found or proved what, and why
     /// (`async period: exact-contiguous proved optimal a value above one madpipe found`).
-    pub conflict_kinds: std::collections::BTreeMap<String, usize>,
+    pub conflict_kinds: BTreeMap<String, usize>,
 }
 
 impl FoldReport {
+    /// Records a conflict: its line and its kind's count.
     fn refuse(&mut self, kind: String, line: String) {
         *self.conflict_kinds.entry(kind).or_default() += 1;
         self.conflicts.push(line);
     }
-}
 
-impl FoldReport {
     /// Whether the file changed.
     pub fn changed(&self) -> bool {
         !(self.added.is_empty()
