@@ -101,6 +101,49 @@ fn an_inexpressible_plan_exits_2_with_the_nearest_plans_cost() {
 }
 
 #[test]
+fn pipedream_plans_export_to_its_runtime_at_its_own_pace_only() {
+    // GPT-3 2.6B on 8 GPUs: the 1F1B* period of PipeDream's plan is the least its loads allow,
+    // the pace PipeDream's runtime keeps: the plan exports.
+    let inst = shipped_str("gpt3-2.6b-s2048-b1-8gpu-40gib.json");
+    let sol = temp("pipedream-sol.json");
+    ok(&[
+        "solve",
+        &inst,
+        "--algo",
+        "pipedream",
+        "-o",
+        sol.to_str().unwrap(),
+    ]);
+    let o = ok(&["export", sol.to_str().unwrap(), &inst, "--to", "pipedream"]);
+    let config: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let plan: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&sol).unwrap()).unwrap();
+    assert_eq!(
+        config["stage_to_rank_map"].as_object().unwrap().len(),
+        plan["plan"]["stages"].as_array().unwrap().len()
+    );
+    // ResNet-50 on 4 GPUs of 8 GiB: memory slows its period from 141 ms to 591 ms; the runtime
+    // would run at 141 ms and keep more micro-batches than fit, so the plan does not export.
+    let inst = shipped_str("resnet50-1000px-b8-4gpu-8gib.json");
+    ok(&[
+        "solve",
+        &inst,
+        "--algo",
+        "pipedream",
+        "-o",
+        sol.to_str().unwrap(),
+    ]);
+    let o = pipeplan(&["export", sol.to_str().unwrap(), &inst, "--to", "pipedream"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stdout(&o));
+    assert!(
+        stderr(&o).contains("the schedule fixes a period of 591.155 ms"),
+        "{}",
+        stderr(&o)
+    );
+    let _ = std::fs::remove_file(sol);
+}
+
+#[test]
 fn bad_formats_and_files_are_one_line_errors() {
     let inst = shipped_str("resnet50-1000px-b8-4gpu-8gib.json");
     let o = pipeplan(&["export", "x.json", &inst, "--to", "alpa"]);

@@ -25,8 +25,25 @@ pub struct RuntimeConfig {
     pub stage_to_depth_map: Option<BTreeMap<String, usize>>,
 }
 
+/// Whether the period `t` fixed by an asynchronous plan is the one PipeDream's runtime paces
+/// itself to: the least period the plan's loads allow, the evaluator's period of the plan
+/// without one (as `pipedream` plans carry when no memory limit slows them).
+fn at_own_pace(inst: &Instance, plan: &Plan, t: f64) -> bool {
+    let free = Plan {
+        schedule: Schedule::Async {
+            period: None,
+            pattern: None,
+        },
+        ..plan.clone()
+    };
+    crate::evaluate::evaluate(inst, &free)
+        .ok()
+        .and_then(|e| e.period_ms)
+        .is_some_and(|p| (p - t).abs() <= 1e-9 * p.max(t))
+}
+
 /// Why PipeDream's runtime cannot run the plan as it is (empty: it can).
-pub fn limits(_inst: &Instance, rp: &RuntimePlan) -> Vec<String> {
+pub fn limits(inst: &Instance, rp: &RuntimePlan) -> Vec<String> {
     let plan = &rp.plan;
     let mut why = Vec::new();
     match &plan.schedule {
@@ -34,6 +51,10 @@ pub fn limits(_inst: &Instance, rp: &RuntimePlan) -> Vec<String> {
             period: None,
             pattern: None,
         } => {}
+        Schedule::Async {
+            period: Some(t),
+            pattern: None,
+        } if at_own_pace(inst, plan, *t) => {}
         Schedule::Async { period, pattern } => why.push(format!(
             "the schedule fixes {}; PipeDream's runtime paces itself (1F1B at the least period, \
              with as many micro-batches in flight as that keeps)",
