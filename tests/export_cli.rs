@@ -9,18 +9,23 @@ fn temp(name: &str) -> std::path::PathBuf {
     std::env::temp_dir().join(format!("pipeplan-export-{}-{name}", std::process::id()))
 }
 
+/// `pipeplan solve INSTANCE --algo ALGO -o SOLUTION`, which must succeed.
+fn solve_to(inst: &str, algo: &str, solution: &std::path::Path) {
+    ok(&[
+        "solve",
+        inst,
+        "--algo",
+        algo,
+        "-o",
+        solution.to_str().unwrap(),
+    ]);
+}
+
 #[test]
 fn a_galvatron_solution_exports_and_reads_back() {
     let inst = shipped_str("bert-large-s512-b8-8gpu-8gib.json");
     let sol = temp("bert-sol.json");
-    ok(&[
-        "solve",
-        &inst,
-        "--algo",
-        "galvatron-base",
-        "-o",
-        sol.to_str().unwrap(),
-    ]);
+    solve_to(&inst, "galvatron-base", &sol);
     let cfg = temp("bert-galvatron.json");
     ok(&[
         "export",
@@ -64,14 +69,7 @@ fn a_galvatron_solution_exports_and_reads_back() {
 fn an_inexpressible_plan_exits_2_with_the_nearest_plans_cost() {
     let inst = shipped_str("resnet50-1000px-b8-4gpu-8gib.json");
     let sol = temp("balanced-sol.json");
-    ok(&[
-        "solve",
-        &inst,
-        "--algo",
-        "balanced-time",
-        "-o",
-        sol.to_str().unwrap(),
-    ]);
+    solve_to(&inst, "balanced-time", &sol);
     let o = pipeplan(&["export", sol.to_str().unwrap(), &inst, "--to", "megatron"]);
     assert_eq!(o.status.code(), Some(2), "{}", stdout(&o));
     let err = stderr(&o);
@@ -106,14 +104,7 @@ fn pipedream_plans_export_to_its_runtime_at_its_own_pace_only() {
     // the pace PipeDream's runtime keeps: the plan exports.
     let inst = shipped_str("gpt3-2.6b-s2048-b1-8gpu-40gib.json");
     let sol = temp("pipedream-sol.json");
-    ok(&[
-        "solve",
-        &inst,
-        "--algo",
-        "pipedream",
-        "-o",
-        sol.to_str().unwrap(),
-    ]);
+    solve_to(&inst, "pipedream", &sol);
     let o = ok(&["export", sol.to_str().unwrap(), &inst, "--to", "pipedream"]);
     let config: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
     let plan: serde_json::Value =
@@ -125,14 +116,7 @@ fn pipedream_plans_export_to_its_runtime_at_its_own_pace_only() {
     // ResNet-50 on 4 GPUs of 8 GiB: memory slows its period from 141 ms to 591 ms; the runtime
     // would run at 141 ms and keep more micro-batches than fit, so the plan does not export.
     let inst = shipped_str("resnet50-1000px-b8-4gpu-8gib.json");
-    ok(&[
-        "solve",
-        &inst,
-        "--algo",
-        "pipedream",
-        "-o",
-        sol.to_str().unwrap(),
-    ]);
+    solve_to(&inst, "pipedream", &sol);
     let o = pipeplan(&["export", sol.to_str().unwrap(), &inst, "--to", "pipedream"]);
     assert_eq!(o.status.code(), Some(2), "{}", stdout(&o));
     assert!(
