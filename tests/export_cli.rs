@@ -113,6 +113,18 @@ fn pipedream_plans_export_to_its_runtime_at_its_own_pace_only() {
         config["stage_to_rank_map"].as_object().unwrap().len(),
         plan["plan"]["stages"].as_array().unwrap().len()
     );
+    assert!(!stderr(&o).contains("does not fit"), "{}", stderr(&o));
+    // T5 on 8 GPUs of 8 GiB: no 1F1B* period of PipeDream's partition fits; the plan carries
+    // none, exports, and the evaluator's verdict is said beside it.
+    let t5 = shipped_str("t5-512-4-s512-b8-8gpu-8gib.json");
+    solve_to(&t5, "pipedream", &sol);
+    let o = ok(&["export", sol.to_str().unwrap(), &t5, "--to", "pipedream"]);
+    assert!(stdout(&o).contains("stage_to_rank_map"));
+    assert!(
+        stderr(&o).contains("the evaluator says this plan does not fit: GPU "),
+        "{}",
+        stderr(&o)
+    );
     // ResNet-50 on 4 GPUs of 8 GiB: memory slows its period from 141 ms to 591 ms; the runtime
     // would run at 141 ms and keep more micro-batches than fit, so the plan does not export.
     let inst = shipped_str("resnet50-1000px-b8-4gpu-8gib.json");
