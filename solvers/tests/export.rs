@@ -62,10 +62,7 @@ fn read_back(format: Format, inst: &Instance, rp: &RuntimePlan, text: &str) {
             (p - t).abs() <= 1e-9 * t,
             "{format}: period {p} read back, {t} exported"
         );
-        want.schedule = Schedule::Async {
-            period: None,
-            pattern: None,
-        };
+        want.schedule = Schedule::one_f_one_b_star(None);
     }
     assert_eq!(
         per_layer(&back.plan),

@@ -30,10 +30,7 @@ pub struct RuntimeConfig {
 /// without one (as `pipedream` plans carry when no memory limit slows them).
 fn at_own_pace(inst: &Instance, plan: &Plan, t: f64) -> bool {
     let free = Plan {
-        schedule: Schedule::Async {
-            period: None,
-            pattern: None,
-        },
+        schedule: Schedule::one_f_one_b_star(None),
         ..plan.clone()
     };
     crate::evaluate::evaluate(inst, &free)

@@ -8,11 +8,17 @@ use std::path::{Path, PathBuf};
 /// The verdicts `accuracy` gives runs, as `sailor_runs.json` groups them.
 pub const VERDICTS: [&str; 3] = ["judged", "invalid", "unsupported"];
 
+fn manifest() -> serde_json::Value {
+    serde_json::from_str(include_str!("sailor_runs.json")).expect("sailor_runs.json parses")
+}
+
 /// The documented runs `accuracy` gives `verdict` (one of [`VERDICTS`]), as paths under
 /// `Planner/simulations/validation`, sorted.
 pub fn documented(verdict: &str) -> Vec<String> {
-    let doc: serde_json::Value =
-        serde_json::from_str(include_str!("sailor_runs.json")).expect("sailor_runs.json parses");
+    of_verdict(&manifest(), verdict)
+}
+
+fn of_verdict(doc: &serde_json::Value, verdict: &str) -> Vec<String> {
     let mut names: Vec<String> = doc[verdict]
         .as_array()
         .unwrap_or_else(|| panic!("sailor_runs.json has no list {verdict:?}"))
@@ -34,9 +40,10 @@ pub fn documented_runs(root: &Path, under: &str) -> Vec<PathBuf> {
     } else {
         format!("{}/", under.trim_end_matches('/'))
     };
+    let doc = manifest();
     let mut runs: Vec<PathBuf> = VERDICTS
         .iter()
-        .flat_map(|v| documented(v))
+        .flat_map(|v| of_verdict(&doc, v))
         .filter(|name| name.starts_with(&prefix))
         .map(|name| {
             let path = validation.join(&name);
