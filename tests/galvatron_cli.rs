@@ -63,3 +63,97 @@ fn import_errors_are_one_line() {
         "{e}"
     );
 }
+
+/// Counts that would take the import or the search past any memory (a mistyped layer count, GPU
+/// count or batch range) are refused by field, as the other malformed values are.
+#[test]
+fn absurd_counts_are_refused_by_field() {
+    let text = std::fs::read_to_string(fixtures().join("config.json")).unwrap();
+    let base: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let cases: [(&str, serde_json::Value, &str); 6] = [
+        (
+            "/config/model_layer_configs/0/layer_num",
+            1e20.into(),
+            "config.model_layer_configs[0].layer_num: 1e20 is not a layer count",
+        ),
+        (
+            "/config/model_layer_configs/1/layer_num",
+            2.5.into(),
+            "config.model_layer_configs[1].layer_num: 2.5 is not a layer count",
+        ),
+        (
+            "/config/num_nodes",
+            65536.into(),
+            "config.num_gpus_per_node: nodes x GPUs per node is more GPUs than can be counted",
+        ),
+        (
+            "/config/settle_bsz",
+            4294967304u64.into(),
+            "config.settle_bsz: at most 4294967295",
+        ),
+        (
+            "/config/settle_chunk",
+            4294967304u64.into(),
+            "config.settle_chunk: at most 4294967295",
+        ),
+        (
+            "/config/settle_bsz",
+            (-1).into(),
+            "config.max_bsz: the batch-size search would visit",
+        ),
+    ];
+    for (at, value, want) in cases {
+        let mut config = base.clone();
+        *config.pointer_mut(at).unwrap() = value;
+        if at == "/config/num_nodes" {
+            config["config"]["num_gpus_per_node"] = 65536.into();
+        }
+        if want.starts_with("config.max_bsz") {
+            config["config"]["max_bsz"] = u32::MAX.into();
+            config["config"]["bsz_scale"] = 1.into();
+        }
+        let path = dir.path().join("config.json");
+        std::fs::write(&path, config.to_string()).unwrap();
+        let o = pipeplan(&[
+            "import",
+            "--from",
+            "galvatron",
+            "--config",
+            path.to_str().unwrap(),
+            "--data-root",
+            fixtures().to_str().unwrap(),
+        ]);
+        let e = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{at}: {e}");
+        assert!(e.contains(want) && e.contains("config.json: "), "{at}: {e}");
+    }
+}
+
+/// A layer of absurd activation bytes (finite, so a valid instance) is a footprint that never
+/// fits the DP's budget, not an overflow of its memory units.
+#[test]
+fn an_absurd_footprint_never_fits_and_never_overflows() {
+    let path = support::shipped("swin-huge-224px-b32-8gpu-16gib.json");
+    let mut inst: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    inst["model"]["layers"][26]["saved"] = 1e308.into();
+    let dir = tempfile::tempdir().unwrap();
+    let edited = dir.path().join("swin.json");
+    std::fs::write(&edited, inst.to_string()).unwrap();
+    let o = pipeplan(&[
+        "solve",
+        edited.to_str().unwrap(),
+        "--algo",
+        "galvatron-base",
+        "--time-limit",
+        "10",
+        "--json",
+    ]);
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(matches!(o.status.code(), Some(0 | 1)), "{e}");
+    if o.status.success() {
+        let sol: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert_eq!(sol["evaluated"]["fits"], false, "{sol}");
+    }
+}

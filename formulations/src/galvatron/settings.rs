@@ -138,10 +138,15 @@ fn is_tp(s: &str) -> bool {
     s == "tp"
 }
 
+/// The most batch sizes a search visits. Each is a search of its own (seconds each for the
+/// engine), and the tasks of a range of millions (a mistyped `max_bsz`) would exhaust memory
+/// before the time limit stopped them.
+pub const MAX_BATCH_SIZES: u64 = 10_000;
+
 impl Settings {
     /// Total GPUs.
     pub fn gpu_num(&self) -> u32 {
-        self.num_nodes * self.num_gpus_per_node
+        self.num_nodes.saturating_mul(self.num_gpus_per_node)
     }
     /// Whether communication volumes are halved (anything but fp32).
     pub fn mixed(&self) -> bool {
@@ -168,19 +173,35 @@ impl Settings {
         if self.settle_bsz > 0 {
             return vec![self.settle_bsz as u32];
         }
-        let scale = self.bsz_scale.max(1);
-        let min = self.min_bsz.max(scale) / scale * scale;
-        let max = if self.max_bsz % scale != 0 {
-            self.max_bsz.div_ceil(scale) * scale
+        let (min, max, scale) = self.batch_range();
+        (min..max)
+            .step_by(scale as usize)
+            .filter_map(|b| u32::try_from(b).ok())
+            .collect()
+    }
+    /// The engine's batch-size range `min..max` by `scale` (`max` excluded), in `u64` so that
+    /// no bound near `u32::MAX` overflows.
+    fn batch_range(&self) -> (u64, u64, u64) {
+        let scale = u64::from(self.bsz_scale.max(1));
+        let (min, max) = (u64::from(self.min_bsz), u64::from(self.max_bsz));
+        let min = min.max(scale) / scale * scale;
+        let max = if max % scale != 0 {
+            max.div_ceil(scale) * scale
         } else {
-            self.max_bsz + scale
+            max + scale
         };
-        (min..max).step_by(scale as usize).collect()
+        (min, max, scale)
     }
     /// Checks the values the cost model divides by or indexes with.
     pub fn check(&self, field: &str) -> Result<(), crate::InputError> {
         let bad = |k: &str, m: &str| Err(crate::InputError::field(format!("{field}.{k}"), m));
         let pow2 = |v: u32| v >= 1 && v.is_power_of_two();
+        if self.num_nodes.checked_mul(self.num_gpus_per_node).is_none() {
+            return bad(
+                "num_gpus_per_node",
+                "nodes x GPUs per node is more GPUs than can be counted",
+            );
+        }
         if !pow2(self.gpu_num()) {
             return bad(
                 "num_gpus_per_node",
@@ -229,6 +250,25 @@ impl Settings {
         }
         if self.settle_bsz <= 0 && (self.bsz_scale == 0 || self.max_bsz == 0) {
             return bad("bsz_scale", "give settle_bsz, or bsz_scale and max_bsz > 0");
+        }
+        for (k, v) in [
+            ("settle_bsz", self.settle_bsz),
+            ("settle_chunk", self.settle_chunk),
+        ] {
+            if v > i64::from(u32::MAX) {
+                return bad(k, &format!("at most {}", u32::MAX));
+            }
+        }
+        let (min, max, scale) = self.batch_range();
+        let searched = max.saturating_sub(min).div_ceil(scale);
+        if self.settle_bsz <= 0 && searched > MAX_BATCH_SIZES {
+            return bad(
+                "max_bsz",
+                &format!(
+                    "the batch-size search would visit {searched} sizes (min_bsz to max_bsz by \
+                     bsz_scale), more than {MAX_BATCH_SIZES}"
+                ),
+            );
         }
         if !(self.memory_unit_mb.is_finite() && self.memory_unit_mb >= 1.0) {
             return bad("memory_unit_mb", "must be at least 1");

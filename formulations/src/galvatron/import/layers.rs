@@ -10,6 +10,10 @@ use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 use std::path::Path;
 
+/// The most layers of one type an import builds: far beyond any model's, and small enough that a
+/// mistyped count is refused rather than exhausting memory.
+const MAX_LAYERS: usize = 1_000_000;
+
 /// One entry of `model_layer_configs`: hidden size, layer count, sequence length.
 pub(super) type LayerConfig = (f64, usize, f64);
 
@@ -38,11 +42,14 @@ pub(super) fn layer_configs(config: &Map<String, Value>) -> Result<Vec<LayerConf
                     )
                 })
         };
-        cfgs.push((
-            get("hidden_size")?,
-            get("layer_num")? as usize,
-            get("seq_len")?,
-        ));
+        let layers = get("layer_num")?;
+        if layers.fract() != 0.0 || layers > MAX_LAYERS as f64 {
+            return Err(field(
+                format!("config.model_layer_configs[{i}].layer_num"),
+                format!("{layers:?} is not a layer count (a whole number, at most {MAX_LAYERS})"),
+            ));
+        }
+        cfgs.push((get("hidden_size")?, layers as usize, get("seq_len")?));
     }
     Ok(cfgs)
 }

@@ -120,8 +120,11 @@ pub struct Engine<'a> {
     max_mem: f64,
 }
 
+/// Memory units the DP counts with, at most `u32::MAX` (petabytes at the engine's 1 MB unit),
+/// so that sums over layers never overflow; the budget stays below that, so a footprint clamped
+/// there never fits.
 fn units(mb: f64, unit: f64) -> usize {
-    (mb / unit).ceil().max(0.0) as usize
+    (mb / unit).ceil().clamp(0.0, f64::from(u32::MAX)) as usize
 }
 
 impl<'a> Engine<'a> {
@@ -139,7 +142,9 @@ impl<'a> Engine<'a> {
             lt,
             strategies: strategy::generate(s),
             types: lt.type_of_layers(),
-            budget_units: (max_mem / s.memory_unit_mb).floor() as usize,
+            budget_units: (max_mem / s.memory_unit_mb)
+                .floor()
+                .clamp(0.0, f64::from(u32::MAX - 1)) as usize,
             mem_cache,
             max_mem,
         }
@@ -188,7 +193,7 @@ impl<'a> Engine<'a> {
             let chunks: Vec<u64> = if s.settle_chunk > 0 {
                 vec![s.settle_chunk as u64]
             } else {
-                (1..=bsz).collect()
+                divisors(bsz)
             };
             for chunk in chunks {
                 if bsz % chunk != 0 {
@@ -250,5 +255,38 @@ impl<'a> Engine<'a> {
             t.chunk == (t.bsz / group(s.pp)).div_ceil(m)
         });
         (st, mbsz)
+    }
+}
+
+/// The divisors of `n`, ascending (the engine tries every chunk count from 1 to the batch and
+/// keeps the divisors), found up to its square root so that a batch of billions costs no more
+/// than a batch of thousands.
+fn divisors(n: u64) -> Vec<u64> {
+    let (mut low, mut high) = (Vec::new(), Vec::new());
+    let mut d = 1;
+    while d * d <= n {
+        if n % d == 0 {
+            low.push(d);
+            if d * d != n {
+                high.push(n / d);
+            }
+        }
+        d += 1;
+    }
+    low.extend(high.into_iter().rev());
+    low
+}
+
+#[cfg(test)]
+mod tests {
+    use super::divisors;
+
+    #[test]
+    fn divisors_are_the_chunk_counts_dividing_the_batch_in_order() {
+        for n in 1..=2000u64 {
+            let brute: Vec<u64> = (1..=n).filter(|c| n % c == 0).collect();
+            assert_eq!(divisors(n), brute, "{n}");
+        }
+        assert_eq!(divisors(u64::from(u32::MAX)).len(), 32);
     }
 }
