@@ -170,7 +170,7 @@ fn plan_section(inst: &Instance, sol: &Solution) -> Result<String, String> {
     let claimed = sol.claimed.peak_memory.as_deref();
     match charts::plan_chart(&sol.algorithm, inst, &sol.plan, ev, claimed, 2) {
         Ok(svg) => s.push_str(&format!("<div class=\"chart plan-chart\">{svg}</div>")),
-        Err(e) => s.push_str(&format!("<p>no chart: {}</p>", esc(&e))),
+        Err(e) => s.push_str(&format!("<p>no chart: {}</p>", esc(&e.to_string()))),
     }
     let notes: Vec<&String> = sol.notes.iter().chain(&ev.notes).collect();
     if !notes.is_empty() {

@@ -167,6 +167,85 @@ fn trace_errors_name_the_file() {
     );
 }
 
+/// A solution file edited by hand: what `plot` and `trace` cannot show is refused with the field
+/// and file, never a panic or a run out of memory.
+#[test]
+fn timelines_too_large_to_unroll_and_absurd_claims_are_refused_by_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let inst = shipped_str("t5-512-4-s512-b8-8gpu-8gib.json");
+    let sol = dir.path().join("sol.json");
+    ok(&[
+        "solve",
+        &inst,
+        "--algo",
+        "madpipe",
+        "-o",
+        sol.to_str().unwrap(),
+    ]);
+    let read = |p: &std::path::Path| -> Value {
+        serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
+    };
+    let (madpipe, uniform) = (read(&sol), dir.path().join("uniform.json"));
+    ok(&[
+        "solve",
+        &inst,
+        "--algo",
+        "uniform",
+        "-o",
+        uniform.to_str().unwrap(),
+    ]);
+    let uniform = read(&uniform);
+    let edited = |solution: &Value, edit: &dyn Fn(&mut Value)| {
+        let mut s = solution.clone();
+        edit(&mut s);
+        let path = dir.path().join("edited.json");
+        std::fs::write(&path, s.to_string()).unwrap();
+        path.to_str().unwrap().to_string()
+    };
+    let refused = |args: &[&str], want: &str| {
+        let out = pipeplan(args);
+        assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+        assert!(stderr(&out).contains(want), "{want}: {}", stderr(&out));
+    };
+    let svg = dir.path().join("plan.svg");
+    let svg = svg.to_str().unwrap();
+    // A shift of 2^32 - 1 periods: a warm-up that would take terabytes.
+    let shifted = edited(&madpipe, &|s| {
+        s["plan"]["schedule"]["pattern"]["ops"][3]["shift"] = 4294967295u64.into()
+    });
+    let field = "edited.json: plan.schedule.pattern.ops[3].shift: the timeline would unroll";
+    refused(&["trace", &shifted, &inst], field);
+    refused(&["plot", &shifted, &inst, "-o", svg], field);
+    // Steady periods past the bound name the option, in no file.
+    let sol = sol.to_str().unwrap();
+    refused(
+        &["trace", sol, &inst, "--periods", "100000"],
+        "error: --periods: the timeline",
+    );
+    ok(&["trace", sol, &inst, "--periods", "1000"]);
+    // A synchronous plan of millions of micro-batches.
+    let sync = edited(&uniform, &|s| {
+        s["plan"]["schedule"] = serde_json::json!({"kind": "1f1b", "micro_batches": 4_000_000})
+    });
+    refused(
+        &["trace", &sync, &inst],
+        "edited.json: plan.schedule.micro_batches: the timeline would unroll",
+    );
+    // A claimed peak that is no size: named, where it broke the chart's axis before.
+    let negative = edited(&madpipe, &|s| {
+        s["claimed"]["peak_memory"][2] = (-1e308).into()
+    });
+    refused(
+        &["plot", &negative, &inst, "-o", svg],
+        "edited.json: claimed.peak_memory[2]: ",
+    );
+    let text = edited(&madpipe, &|s| s["claimed"]["peak_memory"] = "8 GiB".into());
+    refused(
+        &["plot", &text, &inst, "-o", svg],
+        "edited.json: claimed.peak_memory: not a list",
+    );
+}
+
 #[test]
 fn plot_draws_svg_and_png() {
     let dir = tempfile::tempdir().unwrap();

@@ -12,7 +12,7 @@ mod profiles;
 mod summary;
 
 pub use parity::parity_svg;
-pub use plan::{plan_chart, plan_svg};
+pub use plan::{plan_chart, plan_svg, PlanChartError};
 pub use profiles::{profiles_svg, ProfilePanel};
 pub use summary::{summary_svg, SummaryBar};
 

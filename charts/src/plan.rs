@@ -4,7 +4,7 @@
 use crate::{err, side_legend, tick, with_legend, GIB};
 use pipeplan_formulations::evaluate::breakdown::{memory_breakdown, MemoryBreakdown};
 use pipeplan_formulations::timeline::{timeline, EventKind, Timeline, Track};
-use pipeplan_formulations::{Evaluation, Instance, Plan};
+use pipeplan_formulations::{Evaluation, InputError, Instance, Plan};
 use plotters::prelude::*;
 
 fn color(kind: EventKind) -> RGBColor {
@@ -77,8 +77,8 @@ pub fn plan_chart(
     ev: &Evaluation,
     claimed: Option<&[f64]>,
     periods: usize,
-) -> Result<String, String> {
-    let t = timeline(inst, plan, periods).map_err(|e| e.to_string())?;
+) -> Result<String, PlanChartError> {
+    let t = timeline(inst, plan, periods).map_err(PlanChartError::Input)?;
     let memory = memory_breakdown(inst, plan, ev);
     plan_svg(
         &format!("{name} on {} ({} GPUs)", inst.name, ev.gpus_used),
@@ -87,6 +87,25 @@ pub fn plan_chart(
         claimed,
         ev.memory_limit,
     )
+    .map_err(PlanChartError::Draw)
+}
+
+/// Why [`plan_chart`] drew nothing.
+#[derive(Debug, Clone, PartialEq)]
+pub enum PlanChartError {
+    /// The plan has no timeline to draw (one too large to unroll), naming the field.
+    Input(InputError),
+    /// The drawing failed.
+    Draw(String),
+}
+
+impl std::fmt::Display for PlanChartError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PlanChartError::Input(e) => e.fmt(f),
+            PlanChartError::Draw(e) => f.write_str(e),
+        }
+    }
 }
 
 /// A plan's chart: the schedule (Gantt) above the memory bars of every GPU (evaluated parts,

@@ -249,6 +249,21 @@ pub struct PatternOp {
     pub shift: i64,
 }
 
+/// Checks a solution's claimed peak memory per GPU (its `claimed.peak_memory`, which charts draw
+/// beside the evaluated peaks): every entry a size in bytes, finite and not negative.
+pub fn check_claimed_peaks(peaks: &[f64]) -> Result<(), InputError> {
+    match peaks.iter().position(|v| !(v.is_finite() && *v >= 0.0)) {
+        Some(i) => Err(InputError::field(
+            format!("claimed.peak_memory[{i}]"),
+            format!(
+                "{} is not a memory size (a finite number of bytes, 0 or more)",
+                crate::units::fmt_bytes(peaks[i])
+            ),
+        )),
+        None => Ok(()),
+    }
+}
+
 impl Plan {
     /// A contiguous plan with one GPU per stage (GPU s for stage s) from cut positions:
     /// `ends[s]` is the last layer of stage s.

@@ -34,7 +34,9 @@ def export(
     dict or JSON text, or with ``plan_from`` the path of another runtime's plan file. A plan the
     runtime cannot run as it is raises :class:`UnsupportedError` with every reason and the
     nearest plan the runtime runs, evaluated beside the plan (under ``calibration`` when given);
-    a plan that does not fit the instance raises :class:`InstanceError`.
+    a plan that does not fit the instance raises :class:`InstanceError`. A plan the evaluator
+    says does not fit memory is returned all the same, as the runtime can express it, with a
+    :class:`UserWarning` naming the GPU, what it needs and the limit (the CLI's warning).
     """
     inst = _calibrated(_instance(instance), calibration)
     _check_source(plan, plan_from, modules, repair_layers)

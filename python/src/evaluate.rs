@@ -6,8 +6,9 @@ use crate::instance::PyInstance;
 use crate::json;
 use pipeplan_formulations::evaluate::evaluate as judge;
 use pipeplan_formulations::export::{
-    export as export_as, ExportError, Format as ExportFormat, RuntimePlan,
+    export as export_as, misfit, ExportError, Format as ExportFormat, RuntimePlan,
 };
+use pipeplan_formulations::plan::check_claimed_peaks;
 use pipeplan_formulations::plan_from::PlanFormat;
 use pipeplan_formulations::timeline::trace::judged_trace;
 use pipeplan_formulations::{InputError, Instance, Plan};
@@ -88,8 +89,13 @@ pub(crate) fn plan_svg(
     let plan = Plan::from_json(plan).map_err(|e| input_error(py, &e))?;
     let ev = judge(inst, &plan).map_err(|e| input_error(py, &e))?;
     let claimed = claimed_peak_memory.as_deref();
-    pipeplan_charts::plan_chart(name, inst, &plan, &ev, claimed, periods)
-        .map_err(|e| error(py, "InstanceError", e))
+    if let Some(peaks) = claimed {
+        check_claimed_peaks(peaks).map_err(|e| input_error(py, &e))?;
+    }
+    pipeplan_charts::plan_chart(name, inst, &plan, &ev, claimed, periods).map_err(|e| match e {
+        pipeplan_charts::PlanChartError::Input(e) => input_error(py, &e),
+        pipeplan_charts::PlanChartError::Draw(e) => error(py, "InstanceError", e),
+    })
 }
 
 /// A judged plan's timeline as `pipeplan trace` writes it (Chrome trace-event JSON text), over
@@ -128,7 +134,7 @@ pub(crate) fn explain(
 /// A plan in a training runtime's format `to`, as `pipeplan export --to` writes it: `plan` is the
 /// JSON text of a plan or solution (a Galvatron solution's extras kept), or with `plan_from` the
 /// path of a runtime's plan file, read as `read_plan_file` reads it. Returns the text and what
-/// to tell the user; a plan the runtime cannot run raises `UnsupportedError` with the CLI's
+/// to tell the user (a mended layer index; the evaluator's word when the plan does not fit); a plan the runtime cannot run raises `UnsupportedError` with the CLI's
 /// message (every reason, the nearest plan it runs and both evaluated costs).
 #[pyfunction]
 #[pyo3(signature = (plan, instance, to, plan_from, modules, repair_layers))]
@@ -160,7 +166,16 @@ pub(crate) fn export(
         None => e,
     };
     match export_as(to, inst, &rp) {
-        Ok(text) => Ok((text, told)),
+        Ok(text) => {
+            let mut told = told;
+            if let Some(why) = misfit(inst, &rp.plan) {
+                told.push(match &file {
+                    Some(f) => format!("{}: {why}", f.display()),
+                    None => why,
+                });
+            }
+            Ok((text, told))
+        }
         Err(ExportError::Input(e)) => Err(input_error(py, &in_file(e))),
         Err(ExportError::Inexpressible(x)) => {
             let message = x.message(inst, &rp.plan);

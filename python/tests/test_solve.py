@@ -9,6 +9,7 @@ import pickle
 import signal
 import threading
 import time
+import warnings
 
 import pytest
 
@@ -452,6 +453,43 @@ def test_export_writes_what_the_cli_writes(cli, tmp_path):
         pipeplan.export(sol, inst, "jax")
     with pytest.raises(TypeError, match="plan_from"):
         pipeplan.export(sol, inst, "megatron", repair_layers=True)
+
+
+def test_export_warns_as_the_cli_when_the_plan_does_not_fit(cli, tmp_path):
+    path = ROOT / "instances" / "bert-large-s512-b8-8gpu-8gib.json"
+    inst = pipeplan.Instance.load(path)
+    sol = pipeplan.solve(inst, "uniform")
+    (tmp_path / "sol.json").write_text(sol.to_json())
+    out = cli("export", tmp_path / "sol.json", path, "--to", "megatron")
+    warning = out.stderr.strip()
+    assert warning.startswith(f"warning: {tmp_path / 'sol.json'}: the evaluator says this plan")
+    with pytest.warns(UserWarning) as told:
+        assert pipeplan.export(sol, inst, "megatron") == out.stdout
+    assert [str(w.message) for w in told] == [warning.split(": ", 2)[2]]
+    assert "does not fit: GPU " in warning
+    # A plan that fits: no warning from either.
+    fits = pipeplan.solve(inst, "galvatron-base", time_limit=30)
+    assert fits.evaluated["fits"]
+    (tmp_path / "fits.json").write_text(fits.to_json())
+    out = cli("export", tmp_path / "fits.json", path, "--to", "megatron")
+    assert out.stderr == ""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert pipeplan.export(fits, inst, "megatron") == out.stdout
+
+
+def test_a_chart_refuses_what_it_cannot_draw_by_field():
+    inst = pipeplan.Instance.load(ROOT / "instances" / "t5-512-4-s512-b8-8gpu-8gib.json")
+    sol = pipeplan.solve(inst, "madpipe", time_limit=30).to_dict()
+    sol["claimed"]["peak_memory"][2] = -1.0
+    with pytest.raises(pipeplan.InstanceError, match=r"claimed.peak_memory\[2\]: -1 B is not"):
+        pipeplan.plan_chart(sol, inst)
+    sol["claimed"]["peak_memory"][2] = 1.0
+    sol["plan"]["schedule"]["pattern"]["ops"][3]["shift"] = 2**32 - 1
+    with pytest.raises(pipeplan.InstanceError, match=r"ops\[3\].shift: the timeline would"):
+        pipeplan.plan_chart(sol, inst)
+    with pytest.raises(pipeplan.InstanceError, match=r"ops\[3\].shift: the timeline would"):
+        pipeplan.trace(sol, inst)
 
 
 def test_export_of_a_runtimes_plan_file_is_the_clis(cli, sailor_root, tmp_path):

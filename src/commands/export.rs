@@ -3,9 +3,7 @@
 
 use super::{read_calibrated, read_runtime_plan, write_or_print, Failure};
 use crate::cli::ExportArgs;
-use pipeplan_formulations::evaluate::evaluate;
-use pipeplan_formulations::export::{export, ExportError};
-use pipeplan_formulations::units::fmt_bytes;
+use pipeplan_formulations::export::{export, misfit, ExportError};
 
 /// `pipeplan export`.
 pub fn run(a: ExportArgs) -> Result<(), Failure> {
@@ -15,17 +13,8 @@ pub fn run(a: ExportArgs) -> Result<(), Failure> {
         Ok(text) => {
             // A runtime takes what it can express; whether it fits is the evaluator's word,
             // said here so that a plan bound to run out of memory does not leave unremarked.
-            if let Ok(ev) = evaluate(&inst, &rp.plan) {
-                if !ev.fits {
-                    eprintln!(
-                        "warning: {}: the evaluator says this plan does not fit: GPU {} needs \
-                         {}, above the limit of {}",
-                        a.solution.display(),
-                        ev.max_memory_gpu,
-                        fmt_bytes(ev.max_memory),
-                        fmt_bytes(ev.memory_limit)
-                    );
-                }
+            if let Some(why) = misfit(&inst, &rp.plan) {
+                eprintln!("warning: {}: {why}", a.solution.display());
             }
             write_or_print(a.output.as_deref(), &text)
         }

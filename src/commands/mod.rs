@@ -211,11 +211,22 @@ pub fn read_plan(path: &Path) -> Result<PlanFile, InputError> {
         }
     })?;
     let algorithm = solution.get("algorithm").and_then(|a| a.as_str());
-    let peaks = solution.get("claimed").and_then(|c| c.get("peak_memory"));
+    let peaks = match solution.get("claimed").and_then(|c| c.get("peak_memory")) {
+        None | Some(serde_json::Value::Null) => None,
+        Some(m) => {
+            let peaks: Vec<f64> = serde_json::from_value(m.clone()).map_err(|_| {
+                InputError::field("claimed.peak_memory", "not a list of bytes per GPU")
+                    .in_file(path)
+            })?;
+            pipeplan_formulations::plan::check_claimed_peaks(&peaks)
+                .map_err(|e| e.in_file(path))?;
+            Some(peaks)
+        }
+    };
     Ok(PlanFile {
         plan,
         algorithm: algorithm.map(str::to_string),
-        claimed_peaks: peaks.and_then(|m| serde_json::from_value(m.clone()).ok()),
+        claimed_peaks: peaks,
     })
 }
 
@@ -293,8 +304,14 @@ pub fn read_runtime_plan(
 }
 
 fn blame(plan: &Path, inst: &Path, e: InputError) -> InputError {
-    let file = if e.is_about_plan() { plan } else { inst };
-    e.in_file(file)
+    match e {
+        // The timeline's `periods` is the command's option, in no file.
+        InputError::Field { field, message } if field == "periods" => {
+            InputError::field("--periods", message)
+        }
+        e if e.is_about_plan() => e.in_file(plan),
+        e => e.in_file(inst),
+    }
 }
 
 /// Writes `text` to `path`, or prints it when `path` is `None` or `-`.

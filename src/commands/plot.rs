@@ -17,9 +17,11 @@ pub fn run(a: PlotArgs) -> Result<(), Failure> {
             .unwrap_or("plan")
             .to_string()
     });
-    // The plan passed the evaluator, so its timeline exists: an error here is a drawing error.
     let svg = charts::plan_chart(&name, inst, plan, ev, j.claimed_peaks.as_deref(), a.periods)
-        .map_err(Failure::input)?;
+        .map_err(|e| match e {
+            charts::PlanChartError::Input(e) => Failure::from(j.blame(e)),
+            charts::PlanChartError::Draw(e) => Failure::input(e),
+        })?;
     write_image(&a.output, a.format, &svg)
 }
 

@@ -26,6 +26,7 @@ use crate::galvatron::output::Extras;
 use crate::instance::Instance;
 use crate::layer_order;
 use crate::plan::Plan;
+use crate::units::fmt_bytes;
 use std::fmt;
 use std::str::FromStr;
 
@@ -245,6 +246,22 @@ pub fn export(format: Format, inst: &Instance, rp: &RuntimePlan) -> Result<Strin
         text.push('\n');
     }
     Ok(text)
+}
+
+/// The evaluator's verdict on a plan that does not fit, `the evaluator says this plan does not
+/// fit: GPU g needs X, above the limit of Y`, or `None` when it fits (or cannot be judged).
+/// [`export`] writes such a plan all the same, as its runtime can express it; the caller says
+/// this beside the file.
+pub fn misfit(inst: &Instance, plan: &Plan) -> Option<String> {
+    let ev = crate::evaluate::evaluate(inst, plan).ok()?;
+    (!ev.fits).then(|| {
+        format!(
+            "the evaluator says this plan does not fit: GPU {} needs {}, above the limit of {}",
+            ev.max_memory_gpu,
+            fmt_bytes(ev.max_memory),
+            fmt_bytes(ev.memory_limit)
+        )
+    })
 }
 
 /// The plan with its Ulysses stages run as tensor parallelism (what the other runtimes write).

@@ -158,6 +158,51 @@ impl Timeline {
     }
 }
 
+/// The most operations (forwards, backwards, a pattern's transfers) a timeline unrolls. Each
+/// takes a few kilobytes with its events and memory samples; a pattern whose shifts ask for a
+/// warm-up of millions of periods, or an iteration of millions of micro-batches, would exhaust
+/// memory, and no trace viewer opens the result.
+pub const MAX_OPERATIONS: u64 = 1_000_000;
+
+fn too_large(field: &str, ops: u64, why: &str) -> InputError {
+    InputError::field(
+        field,
+        format!(
+            "the timeline would unroll {ops} operations ({why}), more than the \
+             {MAX_OPERATIONS} a timeline holds"
+        ),
+    )
+}
+
+/// Refuses a pattern unrolled over its warm-up (its largest shift, in periods) and `periods`
+/// more that exceeds [`MAX_OPERATIONS`], naming the shift or `periods`, whichever asks more.
+fn check_async_size(pattern: &crate::plan::Pattern, periods: usize) -> Result<(), InputError> {
+    let (at, warm) = pattern
+        .ops
+        .iter()
+        .enumerate()
+        .map(|(i, o)| (i, o.shift.max(0) as u64))
+        .max_by_key(|&(i, h)| (h, std::cmp::Reverse(i)))
+        .unwrap_or((0, 0));
+    let shown = periods.max(1) as u64;
+    let ops = warm
+        .saturating_add(shown)
+        .saturating_mul(pattern.ops.len() as u64);
+    if ops <= MAX_OPERATIONS {
+        return Ok(());
+    }
+    let why = format!(
+        "{} operations a period, over a warm-up of {warm} periods and {shown} more",
+        pattern.ops.len()
+    );
+    let field = if warm >= shown {
+        format!("plan.schedule.pattern.ops[{at}].shift")
+    } else {
+        "periods".to_string()
+    };
+    Err(too_large(&field, ops, &why))
+}
+
 /// The timeline of `plan` on `inst`; `periods` steady periods for an asynchronous plan.
 pub fn timeline(inst: &Instance, plan: &Plan, periods: usize) -> Result<Timeline, InputError> {
     if plan.order.is_some() {
@@ -180,10 +225,19 @@ pub fn timeline(inst: &Instance, plan: &Plan, periods: usize) -> Result<Timeline
                 Some(p) => p.clone(),
                 None => one_f_one_b_star_pattern(inst, plan, *period)?,
             };
+            check_async_size(&pattern, periods)?;
             asynchronous(inst, plan, &costs, &pattern, periods)
         }
         Schedule::OneFOneB { micro_batches, .. } | Schedule::Gpipe { micro_batches, .. } => {
             let m = micro_batches.unwrap_or(inst.micro_batches());
+            let ops = 2 * u64::from(m) * plan.stages.len() as u64;
+            if ops > MAX_OPERATIONS {
+                let field = match micro_batches {
+                    Some(_) => "plan.schedule.micro_batches",
+                    None => "training.micro_batches",
+                };
+                return Err(too_large(field, ops, &format!("{m} micro-batches")));
+            }
             synchronous(plan, &costs, &cuts, plan.schedule.kind(), m)?
         }
     };
