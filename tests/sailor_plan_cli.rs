@@ -36,6 +36,25 @@ fn import_from_sailor_needs_a_gpu_type_and_writes_a_valid_instance() {
     let v = import(&["--nodes", "3", "--gpus-per-node", "2"]);
     assert_eq!(v["cluster"]["gpus"], 6);
     assert_eq!(v["cluster"]["gpus_per_node"], 2);
+    // More GPUs than a count holds: the larger factor named, not an overflow.
+    for (options, field) in [
+        (
+            ["--nodes", "4294967295", "--gpus-per-node", "2"],
+            "import.nodes",
+        ),
+        (
+            ["--nodes", "2", "--gpus-per-node", "4294967295"],
+            "import.gpus_per_node",
+        ),
+    ] {
+        let mut args = vec!["import", "--from", "sailor", &config, "--gpu-type", "GH-96"];
+        args.extend_from_slice(&options);
+        let out = pipeplan(&args);
+        assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+        let want = format!("{field}: ");
+        assert!(stderr(&out).contains(&want), "{}", stderr(&out));
+        assert!(stderr(&out).contains("more GPUs than can be counted"));
+    }
 }
 
 #[test]

@@ -61,6 +61,21 @@ pub(super) fn machines(
             "must be at least 1",
         ));
     }
+    if sel.nodes.checked_mul(gpus_per_node).is_none() {
+        // Name the larger factor.
+        let field = match sel.gpus_per_node {
+            _ if sel.nodes >= gpus_per_node => "import.nodes".to_string(),
+            Some(_) => "import.gpus_per_node".to_string(),
+            None => format!("basic_cluster_config.json.{gpu}.gpus_per_node"),
+        };
+        return Err(InputError::field(
+            field,
+            format!(
+                "{} nodes of {gpus_per_node} GPUs are more GPUs than can be counted",
+                sel.nodes
+            ),
+        ));
+    }
     let memory = per_gpu
         .get("mem_per_gpu")
         .and_then(Value::as_f64)
