@@ -205,3 +205,24 @@ fn a_golden_output_config_is_judged() {
     let _ = std::fs::remove_file(inst);
     let _ = std::fs::remove_file(cfg);
 }
+
+/// A hand-edited micro-batch of 2^32 - 1 samples: the runtimes that round it to a multiple of
+/// the data-parallel degree write or refuse it, never overflow.
+#[test]
+fn a_micro_batch_near_u32_max_exports_without_overflow() {
+    let inst = shipped_str("bert-large-s512-b8-8gpu-8gib.json");
+    let sol = temp("huge-micro.json");
+    solve_to(&inst, "galvatron-base", &sol);
+    let mut v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&sol).unwrap()).unwrap();
+    v["plan"]["schedule"]["micro_batch"] = u32::MAX.into();
+    std::fs::write(&sol, v.to_string()).unwrap();
+    for to in ["megatron", "torchtitan", "deepspeed"] {
+        let o = pipeplan(&["export", sol.to_str().unwrap(), &inst, "--to", to]);
+        assert!(
+            matches!(o.status.code(), Some(0 | 2)),
+            "{to}: {}",
+            stderr(&o)
+        );
+    }
+}

@@ -98,7 +98,7 @@ pub fn nearest(inst: &Instance, plan: &Plan) -> Plan {
     let (micro, m) = layout::batch(inst, &p);
     p.schedule = Schedule::OneFOneB {
         micro_batches: Some(m),
-        micro_batch: Some((micro.div_ceil(dp) * dp).max(dp)),
+        micro_batch: Some(layout::micro_for_dp(micro, dp)),
     };
     p
 }

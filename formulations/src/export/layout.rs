@@ -147,6 +147,18 @@ pub fn batch(inst: &Instance, plan: &Plan) -> (u32, u32) {
     (micro, m)
 }
 
+/// A micro-batch of `micro` samples made a multiple of the data-parallel degree `dp` (at least
+/// `dp`): rounded up, or down where rounding up passes `u32::MAX`, which a hand-edited plan can
+/// ask for.
+pub fn micro_for_dp(micro: u32, dp: u32) -> u32 {
+    let dp = dp.max(1);
+    micro
+        .div_ceil(dp)
+        .checked_mul(dp)
+        .unwrap_or(micro / dp * dp)
+        .max(dp)
+}
+
 /// Why a plan's stages carry swap or recompute lists a runtime cannot express, if they do.
 pub fn memory_actions(plan: &Plan, runtime: &str) -> Option<String> {
     let s = plan.stages.iter().position(Stage::has_memory_actions)?;
@@ -242,4 +254,18 @@ pub fn nearest(plan: &Plan, gpipe: bool, uniform: bool) -> Plan {
 /// The largest divisor of `w` not above `tp`.
 fn fit(tp: u32, w: u32) -> u32 {
     (1..=tp.min(w)).rev().find(|d| w % d == 0).unwrap_or(1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::micro_for_dp;
+
+    #[test]
+    fn micro_batches_become_multiples_of_dp_without_overflow() {
+        assert_eq!(micro_for_dp(8, 2), 8);
+        assert_eq!(micro_for_dp(5, 2), 6);
+        assert_eq!(micro_for_dp(1, 4), 4);
+        assert_eq!(micro_for_dp(u32::MAX, 2), u32::MAX - 1);
+        assert_eq!(micro_for_dp(u32::MAX, 1), u32::MAX);
+    }
 }

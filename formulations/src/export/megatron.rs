@@ -81,7 +81,7 @@ pub fn nearest(inst: &Instance, plan: &Plan) -> Plan {
     }
     let dp = p.stages[0].dp;
     let (micro, m) = layout::batch(inst, &p);
-    let micro = (micro.div_ceil(dp) * dp).max(dp);
+    let micro = layout::micro_for_dp(micro, dp);
     p.schedule = Schedule::OneFOneB {
         micro_batches: Some(m),
         micro_batch: Some(micro),

@@ -71,7 +71,7 @@ pub fn nearest(inst: &Instance, plan: &Plan) -> Plan {
     let mut p = layout::nearest(plan, true, true);
     let dp = p.stages[0].dp;
     let (micro, m) = layout::batch(inst, &p);
-    let micro = (micro.div_ceil(dp) * dp).max(dp);
+    let micro = layout::micro_for_dp(micro, dp);
     p.schedule = match p.schedule {
         Schedule::Gpipe { .. } => Schedule::Gpipe {
             micro_batches: Some(m),
