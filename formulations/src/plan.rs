@@ -114,7 +114,7 @@ impl Stage {
 
     /// Degree dividing per-replica work: `dp * tp`.
     pub fn width(&self) -> f64 {
-        (self.dp * self.tp) as f64
+        f64::from(self.dp) * f64::from(self.tp)
     }
 }
 
@@ -402,15 +402,16 @@ fn check_stage(inst: &Instance, i: usize, s: &Stage, next: usize) -> Result<usiz
             "Ulysses sequence parallelism needs a tp group (tp of at least 2)",
         ));
     }
-    if s.gpus.len() != (s.dp * s.tp) as usize {
+    // In u64: a hand-edited degree near u32::MAX must be refused here, not overflow.
+    let group = u64::from(s.dp) * u64::from(s.tp);
+    if s.gpus.len() as u64 != group {
         return Err(InputError::field(
             f("gpus"),
             format!(
-                "{} GPUs listed but dp x tp = {} x {} = {}",
+                "{} GPUs listed but dp x tp = {} x {} = {group}",
                 s.gpus.len(),
                 s.dp,
                 s.tp,
-                s.dp * s.tp
             ),
         ));
     }

@@ -77,6 +77,13 @@ fn malformed_plans_name_the_field() {
         ..Stage::single(0, 2, 0)
     };
     assert_eq!(field_of(&inst, &plan(vec![long])), "plan.stages[0].gpus");
+    // Degrees whose product passes u32::MAX: refused, not an overflow.
+    let huge = Stage {
+        dp: u32::MAX,
+        tp: 4,
+        ..Stage::single(0, 2, 0)
+    };
+    assert_eq!(field_of(&inst, &plan(vec![huge])), "plan.stages[0].gpus");
     let zero = Stage {
         tp: 0,
         gpus: vec![],
