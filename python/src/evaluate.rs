@@ -134,8 +134,9 @@ pub(crate) fn explain(
 /// A plan in a training runtime's format `to`, as `pipeplan export --to` writes it: `plan` is the
 /// JSON text of a plan or solution (a Galvatron solution's extras kept), or with `plan_from` the
 /// path of a runtime's plan file, read as `read_plan_file` reads it. Returns the text and what
-/// to tell the user (a mended layer index; the evaluator's word when the plan does not fit); a plan the runtime cannot run raises `UnsupportedError` with the CLI's
-/// message (every reason, the nearest plan it runs and both evaluated costs).
+/// to tell the user (a mended layer index; the evaluator's word when the plan does not fit); a
+/// plan the runtime cannot run raises `UnsupportedError` with the CLI's message (every reason,
+/// the nearest plan it runs and both evaluated costs).
 #[pyfunction]
 #[pyo3(signature = (plan, instance, to, plan_from, modules, repair_layers))]
 pub(crate) fn export(

@@ -62,11 +62,13 @@ pub(super) fn machines(
         ));
     }
     if sel.nodes.checked_mul(gpus_per_node).is_none() {
-        // Name the larger factor.
-        let field = match sel.gpus_per_node {
-            _ if sel.nodes >= gpus_per_node => "import.nodes".to_string(),
-            Some(_) => "import.gpus_per_node".to_string(),
-            None => format!("basic_cluster_config.json.{gpu}.gpus_per_node"),
+        // Name the larger factor, where it was given.
+        let field = if sel.nodes >= gpus_per_node {
+            "import.nodes".to_string()
+        } else if sel.gpus_per_node.is_some() {
+            "import.gpus_per_node".to_string()
+        } else {
+            format!("basic_cluster_config.json.{gpu}.gpus_per_node")
         };
         return Err(InputError::field(
             field,
