@@ -163,3 +163,49 @@ fn an_absurd_footprint_never_fits_and_never_overflows() {
         assert_eq!(sol["evaluated"]["fits"], false, "{sol}");
     }
 }
+
+/// A bare config (the object the engine harness takes, without the recording's `config`
+/// wrapper) imports as the same instance; a JSON file that is neither names the field.
+#[test]
+fn a_bare_config_imports_as_its_recording_does() {
+    let dir = std::env::temp_dir().join(format!("pipeplan-galvatron-bare-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(fixtures().join("config.json")).unwrap())
+            .unwrap();
+    let bare = dir.join("bare.json");
+    std::fs::write(&bare, doc["config"].to_string()).unwrap();
+    let import = |cfg: &std::path::Path| {
+        let o = ok(&[
+            "import",
+            "--from",
+            "galvatron",
+            "--config",
+            cfg.to_str().unwrap(),
+            "--data-root",
+            fixtures().to_str().unwrap(),
+        ]);
+        let mut v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        v["name"] = serde_json::Value::Null;
+        v
+    };
+    assert_eq!(import(&bare), import(&fixtures().join("config.json")));
+    let other = dir.join("other.json");
+    std::fs::write(&other, r#"{"result": {}}"#).unwrap();
+    let o = pipeplan(&[
+        "import",
+        "--from",
+        "galvatron",
+        "--config",
+        other.to_str().unwrap(),
+        "--data-root",
+        fixtures().to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        e.contains("other.json") && e.contains("config: missing") && e.contains("engine_args"),
+        "{e}"
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}

@@ -157,14 +157,30 @@ const EMULATED: [(&str, &[&str]); 4] = [
     ("use_pipeline_costmodel", &["1", "true"]),
 ];
 
+/// The config of a file: its `config` object (a recording of the engine holds one), or the file
+/// itself when it is a bare config, as the engine harness takes (`engine_args` or
+/// `model_layer_configs` at the top level).
+pub fn config_of(doc: &Value) -> Result<&Map<String, Value>, InputError> {
+    match doc.get("config") {
+        Some(Value::Object(config)) => Ok(config),
+        Some(_) => Err(field("config", "must be an object")),
+        None => doc
+            .as_object()
+            .filter(|d| d.contains_key("engine_args") || d.contains_key("model_layer_configs"))
+            .ok_or_else(|| {
+                field(
+                    "config",
+                    "missing: the file must hold a `config` object, or be a config itself \
+                     (`engine_args` or `model_layer_configs` at the top level)",
+                )
+            }),
+    }
+}
+
 /// The engine arguments of a config (either form) whose values pipeplan does not emulate, as
 /// `name=value`; empty when the engine's search is reproduced as modelled.
 pub fn not_emulated(doc: &Value) -> Result<Vec<String>, InputError> {
-    let config = doc
-        .get("config")
-        .and_then(Value::as_object)
-        .ok_or_else(|| field("config", "missing: the file must hold a `config` object"))?;
-    let flat = flatten(config)?;
+    let flat = flatten(config_of(doc)?)?;
     let text = |key: &str| {
         flat.get(key)
             .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_string))
@@ -192,8 +208,27 @@ pub fn not_emulated(doc: &Value) -> Result<Vec<String>, InputError> {
 
 #[cfg(test)]
 mod tests {
-    use super::{not_emulated, resolve_note};
+    use super::{config_of, not_emulated, resolve_note};
     use serde_json::json;
+
+    #[test]
+    fn a_bare_config_is_its_own_config_and_anything_else_is_named() {
+        let config = json!({"engine_args": {"settle_bsz": 64}, "model_name": "m"});
+        let recorded = json!({"config": config.clone(), "result": {}});
+        assert_eq!(config_of(&recorded).unwrap(), config.as_object().unwrap());
+        assert_eq!(config_of(&config).unwrap(), config.as_object().unwrap());
+        let flat = json!({"model_layer_configs": [], "settle_bsz": 64});
+        assert_eq!(config_of(&flat).unwrap(), flat.as_object().unwrap());
+        let not_object = config_of(&json!({"config": [1]})).unwrap_err().to_string();
+        assert!(
+            not_object.contains("config: must be an object"),
+            "{not_object}"
+        );
+        for other in [json!({"result": {}}), json!([1]), json!(3)] {
+            let e = config_of(&other).unwrap_err().to_string();
+            assert!(e.contains("config: missing"), "{other}: {e}");
+        }
+    }
 
     #[test]
     fn arguments_the_engine_would_answer_differently_are_named() {

@@ -24,7 +24,7 @@ mod json;
 mod layers;
 
 pub use super::config::not_emulated;
-use super::config::{flatten, resolve, settings_from};
+use super::config::{config_of, flatten, resolve, settings_from};
 use super::profile::LayerTypes;
 use super::profile_modes::mode;
 use super::settings::Settings;
@@ -100,15 +100,12 @@ impl Paths {
     }
 }
 
-/// Reads the profiles the `config` names and builds the instance. `config` is either the flat
+/// Reads the profiles the `config` names and builds the instance. The config is the file's
+/// `config` object or the file itself (as the engine harness takes it), either the flat
 /// form (engine arguments at the top level, `model_layer_configs`, `*_path` keys) or the golden
 /// form (`engine_args`, `layer_configs`, `profile_files`, `hardware_files`).
 pub fn import(doc: &Value, root: &Path) -> Result<Instance, InputError> {
-    let config = doc
-        .get("config")
-        .and_then(Value::as_object)
-        .ok_or_else(|| field("config", "missing: the file must hold a `config` object"))?;
-    let config = &flatten(config)?;
+    let config = &flatten(config_of(doc)?)?;
     let (settings, ignored) = settings_from(config)?;
     let mut notes = Vec::new();
     let unmodelled = not_emulated(doc)?;
