@@ -6,6 +6,7 @@ use pipeplan_formulations::galvatron::cost::{
     PipelineCall,
 };
 use pipeplan_formulations::galvatron::derive::{derive, layer_types};
+use pipeplan_formulations::galvatron::fit::FitMethod;
 use pipeplan_formulations::galvatron::import::{import, import_file};
 use pipeplan_formulations::galvatron::{strategy, LayerTypes, PipelineType, Strategy};
 use pipeplan_formulations::Instance;
@@ -163,6 +164,7 @@ fn ulysses_needs_sequence_parallel_times_for_every_tp_group() {
         (0..8)
             .map(|k| (1u64 << k, 0.1 + 0.01 * (1u64 << k) as f64))
             .collect(),
+        FitMethod::Engine,
     )
     .unwrap();
     assert!((c.slope - 0.01).abs() < 1e-12 && (c.intercept - 0.1).abs() < 1e-12);

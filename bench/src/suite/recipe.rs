@@ -237,8 +237,13 @@ impl Scenario {
     }
 
     /// The instance before its memory level: generated or imported, checked against the
-    /// scenario's declared shape. `peers` is the peers folder (needed by peer profiles).
-    pub fn base_instance(&self, peers: Option<&Path>) -> Result<Instance, SuiteError> {
+    /// scenario's declared shape, as suite `version` builds it. `peers` is the peers folder
+    /// (needed by peer profiles).
+    pub fn base_instance(
+        &self,
+        version: &str,
+        peers: Option<&Path>,
+    ) -> Result<Instance, SuiteError> {
         let inst = match (&self.origin, &self.net) {
             (Origin::Analytic { model, batch }, Some(net)) => {
                 let mut o = GenerateOptions::new(model, self.cluster(net));
@@ -256,7 +261,7 @@ impl Scenario {
                 let Some(peers) = peers else {
                     return Err(self.invalid("needs the peers folder".into()));
                 };
-                self.import(p, net.as_ref(), peers)?
+                self.import(version, p, net.as_ref(), peers)?
             }
         };
         let layers = inst.num_layers();
@@ -277,8 +282,17 @@ impl Scenario {
         Ok(inst)
     }
 
-    fn import(&self, p: &Profile, net: Option<&Net>, peers: &Path) -> Result<Instance, SuiteError> {
+    fn import(
+        &self,
+        version: &str,
+        p: &Profile,
+        net: Option<&Net>,
+        peers: &Path,
+    ) -> Result<Instance, SuiteError> {
         let mut req = ImportRequest::new(p.source, peers.join(p.file));
+        if version == "v1" {
+            req.galvatron_fits = super::v1::GALVATRON_FITS;
+        }
         if let Some(n) = net {
             let c = self.cluster(n);
             req.cluster = ClusterSpec {
@@ -310,7 +324,7 @@ impl Scenario {
         version: &str,
         peers: Option<&Path>,
     ) -> Result<Vec<(Member, Instance)>, SuiteError> {
-        let mut base = self.base_instance(peers)?;
+        let mut base = self.base_instance(version, peers)?;
         if version == "v1" {
             // Before the memory levels: they are derived from the sizes.
             super::v1::sailor_sizes_as_published(&mut base);

@@ -263,6 +263,12 @@ pub(super) fn sailor_sizes_as_published(inst: &mut pipeplan_formulations::Instan
 /// What the Galvatron importer's note called the engine arguments it did not read.
 const UNREAD: &str = "Engine arguments not used by pipeplan: ";
 
+/// How v1's Galvatron members fitted the `sequence` profile mode's curves when v1 was
+/// published: exact least squares, about 1e-10 from the engine's `curve_fit` that pipeplan has
+/// run since 2026-11-29 (`docs/suite.md`, "Versions").
+pub(super) const GALVATRON_FITS: pipeplan_formulations::galvatron::fit::FitMethod =
+    pipeplan_formulations::galvatron::fit::FitMethod::LeastSquares;
+
 /// A v1 member as v1 was published: its `source` ([`frozen_source`]), without the layer graph
 /// (`extensions.dag`) the PipeDream importer has written since (its chain and cuts are
 /// unchanged; without the graph, `pipedream` searches the chain's prefixes, as when v1 was

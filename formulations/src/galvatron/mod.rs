@@ -18,6 +18,7 @@ pub mod cost;
 pub mod derive;
 pub mod fit;
 pub mod import;
+mod lmdif;
 pub mod output;
 pub mod profile;
 mod profile_modes;

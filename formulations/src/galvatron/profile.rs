@@ -4,6 +4,7 @@
 //! Units are the engine's: memory in MB (2^20 bytes), times in ms, communication coefficients in
 //! ms per MB. Maps keyed by a tensor-parallel degree use the degree as a string key (`"1"`, `"2"`).
 
+use super::fit::{Curve, FitMethod};
 use super::settings::Settings;
 use crate::error::InputError;
 use crate::instance::Instance;
@@ -114,11 +115,12 @@ pub struct Collective {
 }
 
 impl Collective {
-    /// Fits the line through the measurements; `None` with fewer than two distinct sizes.
-    pub fn fit(measured: Vec<(u64, f64)>) -> Option<Collective> {
+    /// Fits the line through the measurements by `method`; `None` with fewer than two distinct
+    /// sizes.
+    pub fn fit(measured: Vec<(u64, f64)>, method: FitMethod) -> Option<Collective> {
         let x: Vec<f64> = measured.iter().map(|m| m.0 as f64).collect();
         let y: Vec<f64> = measured.iter().map(|m| m.1).collect();
-        let c = super::fit::polyfit(&x, &y, 1)?;
+        let c = method.params(Curve::Line, &x, &y)?;
         Some(Collective {
             measured,
             slope: c[0],

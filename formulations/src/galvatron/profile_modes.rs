@@ -39,29 +39,37 @@ fn batch1_points(
     Ok((x, y))
 }
 
-/// The engine's `sequence` time mode: the batch-1 times of `prefix` fitted by a polynomial of
-/// `degree` in the sequence length, at `seq`.
+/// The engine's `sequence` time mode: the batch-1 times of `prefix` fitted by `curve` in the
+/// sequence length (by `method`), at `seq`.
 pub(super) fn fitted_time(
     time: &[(String, Value)],
     prefix: &str,
-    degree: usize,
+    curve: fit::Curve,
     seq: f64,
+    method: fit::FitMethod,
     path: &Path,
 ) -> Result<f64, InputError> {
     let (x, y) = batch1_points(time, prefix, path)?;
-    let c = fit::polyfit(&x, &y, degree).ok_or_else(|| {
+    let c = method.params(curve, &x, &y).ok_or_else(|| {
+        let mut distinct = x.clone();
+        distinct.sort_by(f64::total_cmp);
+        distinct.dedup();
+        let why = if distinct.len() < curve.params() {
+            format!(
+                "needs {} distinct sequence lengths, found {}",
+                curve.params(),
+                distinct.len()
+            )
+        } else {
+            "scipy's curve_fit finds no optimum (the engine stops there)".to_string()
+        };
         field(
             format!("{prefix}*_bsz1_seq*"),
-            format!(
-                "time_profile_mode=sequence fits a degree-{degree} polynomial: needs {} \
-                 distinct sequence lengths, found {}",
-                degree + 1,
-                x.len()
-            ),
+            format!("time_profile_mode=sequence fits a {}: {why}", curve.name()),
         )
         .in_file(path)
     })?;
-    Ok(fit::polyval(&c, seq))
+    Ok(method.at(curve, &c, seq))
 }
 
 /// The shortest and longest sequence lengths a memory profile entry is keyed by.

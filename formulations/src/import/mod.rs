@@ -70,6 +70,8 @@ pub struct ImportOptions {
     pub gpu_type: Option<String>,
     /// Nodes, for profiles that know the GPUs per node (Sailor; default 1).
     pub nodes: Option<u32>,
+    /// Galvatron: how the `sequence` profile mode's curves are fitted (default: as the engine).
+    pub galvatron_fits: crate::galvatron::fit::FitMethod,
 }
 
 impl ImportOptions {
@@ -85,6 +87,7 @@ impl ImportOptions {
             data_root: None,
             gpu_type: None,
             nodes: None,
+            galvatron_fits: Default::default(),
         }
     }
 }
@@ -166,7 +169,7 @@ pub fn import(source: Source, text: &str, opts: &ImportOptions) -> Result<Instan
         Source::Galvatron => {
             let doc = crate::error::parse_json(text, "config document")?;
             let root = opts.data_root.clone().unwrap_or_default();
-            let mut inst = crate::galvatron::import::import(&doc, &root)?;
+            let mut inst = crate::galvatron::import::import_with(&doc, &root, opts.galvatron_fits)?;
             if let Some(n) = &opts.name {
                 inst.name = n.clone();
             }

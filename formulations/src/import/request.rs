@@ -117,6 +117,8 @@ pub struct ImportRequest {
     pub micro_batches: Option<u32>,
     /// Extra weight-sized optimizer copies.
     pub optimizer_state_factor: Option<f64>,
+    /// Galvatron: how the `sequence` profile mode's curves are fitted (default: as the engine).
+    pub galvatron_fits: crate::galvatron::fit::FitMethod,
 }
 
 impl ImportRequest {
@@ -136,6 +138,7 @@ impl ImportRequest {
             schedule: None,
             micro_batches: None,
             optimizer_state_factor: None,
+            galvatron_fits: Default::default(),
         }
     }
 
@@ -162,6 +165,7 @@ impl ImportRequest {
         opts.data_root = self.data_root.clone();
         opts.gpu_type = self.gpu_type.clone();
         opts.nodes = self.nodes;
+        opts.galvatron_fits = self.galvatron_fits;
         if let Some(s) = self.schedule {
             opts.training.schedule = s;
         }

@@ -6,6 +6,7 @@ use super::json::read_ordered;
 use super::{field, num, Paths};
 use crate::error::InputError;
 use crate::galvatron::config::resolve;
+use crate::galvatron::fit::FitMethod;
 use crate::galvatron::profile::{Collective, Hardware};
 use crate::galvatron::settings::Settings;
 use serde_json::{Map, Value};
@@ -18,6 +19,7 @@ pub(super) fn hardware(
     config: &Map<String, Value>,
     settings: &Settings,
     paths: &Paths,
+    fits: FitMethod,
 ) -> Result<Hardware, InputError> {
     let ar_path = &paths.allreduce;
     let ar = read_json(ar_path)?;
@@ -77,7 +79,7 @@ pub(super) fn hardware(
             "sp_time_path",
             &format!("sp_time_{}.json", paths.nodes),
         )?;
-        sp_times(&read_ordered(&path)?, &path)?
+        sp_times(&read_ordered(&path)?, &path, fits)?
     } else {
         Default::default()
     };
@@ -100,6 +102,7 @@ type Collectives = BTreeMap<String, Collective>;
 fn sp_times(
     file: &[(String, Value)],
     path: &Path,
+    fits: FitMethod,
 ) -> Result<(Collectives, Collectives), InputError> {
     let mut out = [BTreeMap::new(), BTreeMap::new()];
     for (k, v) in file {
@@ -139,9 +142,11 @@ fn sp_times(
                     )
                     .in_file(path));
                 }
-                Collective::fit(pts).map(|c| (n.clone(), c)).ok_or_else(|| {
-                    field(format!("{n} GPUs"), "fewer than two distinct sizes").in_file(path)
-                })
+                Collective::fit(pts, fits)
+                    .map(|c| (n.clone(), c))
+                    .ok_or_else(|| {
+                        field(format!("{n} GPUs"), "fewer than two distinct sizes").in_file(path)
+                    })
             })
             .collect::<Result<Collectives, InputError>>()
     });

@@ -4,6 +4,7 @@
 use super::json::{by_seq, tp_map};
 use super::{field, num};
 use crate::error::InputError;
+use crate::galvatron::fit::{Curve, FitMethod};
 use crate::galvatron::profile::{LayerType, Other, OtherMemory};
 use crate::galvatron::profile_modes::{fitted_time, seq_range};
 use serde_json::{Map, Value};
@@ -67,6 +68,8 @@ pub(super) struct Profiles<'a> {
     pub(super) time_sequence: bool,
     /// `memory_profile_mode` is `sequence`.
     pub(super) memory_sequence: bool,
+    /// How the `sequence` mode's curves are fitted.
+    pub(super) fits: FitMethod,
 }
 
 /// Each layer type of `cfgs` from the profiles, with the longest profiled sequence of each
@@ -147,7 +150,14 @@ pub(super) fn layer_types(
                 .in_file(p.time_path)
             })?;
         let fwd = if p.time_sequence {
-            fitted_time(&p.time, &format!("layertype_{i}_"), 2, seq, p.time_path)?
+            fitted_time(
+                &p.time,
+                &format!("layertype_{i}_"),
+                Curve::Quadratic,
+                seq,
+                p.fits,
+                p.time_path,
+            )?
         } else {
             num(fwd.1, p.time_path, fwd.0)?
         };
@@ -224,7 +234,14 @@ pub(super) fn other(
     // it uses entry 0, i.e. the first such key in file order.
     let other_fwd = if p.time_sequence {
         // Entry 0 of the engine's per-type list: the fit at the first type's length.
-        fitted_time(&p.time, "layertype_other_", 1, cfgs[0].2, p.time_path)?
+        fitted_time(
+            &p.time,
+            "layertype_other_",
+            Curve::Line,
+            cfgs[0].2,
+            p.fits,
+            p.time_path,
+        )?
     } else {
         match p
             .time

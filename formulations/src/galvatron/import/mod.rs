@@ -25,6 +25,7 @@ mod layers;
 
 pub use super::config::not_emulated;
 use super::config::{config_of, flatten, resolve, settings_from};
+use super::fit::FitMethod;
 use super::profile::LayerTypes;
 use super::profile_modes::mode;
 use super::settings::Settings;
@@ -105,6 +106,12 @@ impl Paths {
 /// form (engine arguments at the top level, `model_layer_configs`, `*_path` keys) or the golden
 /// form (`engine_args`, `layer_configs`, `profile_files`, `hardware_files`).
 pub fn import(doc: &Value, root: &Path) -> Result<Instance, InputError> {
+    import_with(doc, root, FitMethod::Engine)
+}
+
+/// [`import`] with the `sequence` mode's curves fitted by `fits` (the suite v1 keeps the
+/// least-squares fits it was published with).
+pub fn import_with(doc: &Value, root: &Path, fits: FitMethod) -> Result<Instance, InputError> {
     let config = &flatten(config_of(doc)?)?;
     let (settings, ignored) = settings_from(config)?;
     let mut notes = Vec::new();
@@ -136,6 +143,7 @@ pub fn import(doc: &Value, root: &Path) -> Result<Instance, InputError> {
         },
         time_sequence: mode(config, "time_profile_mode") == "sequence",
         memory_sequence: mode(config, "memory_profile_mode") == "sequence",
+        fits,
     };
     if profiles.memory_sequence && !(settings.sequence_parallel && cfgs.len() == 1) {
         return Err(field(
@@ -145,7 +153,7 @@ pub fn import(doc: &Value, root: &Path) -> Result<Instance, InputError> {
     }
     let (types, max_seqs) = layers::layer_types(&profiles, &cfgs)?;
     let other = layers::other(&profiles, &cfgs, &max_seqs, &mut notes)?;
-    let hardware = hardware::hardware(root, config, &settings, &paths)?;
+    let hardware = hardware::hardware(root, config, &settings, &paths, fits)?;
     let lt = LayerTypes {
         types,
         other,
