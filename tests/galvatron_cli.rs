@@ -9,6 +9,19 @@ fn fixtures() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("formulations/tests/fixtures/galvatron")
 }
 
+/// `pipeplan import --from galvatron --config CONFIG` over the fixtures' profiles.
+fn import(config: &std::path::Path) -> std::process::Output {
+    pipeplan(&[
+        "import",
+        "--from",
+        "galvatron",
+        "--config",
+        config.to_str().unwrap(),
+        "--data-root",
+        fixtures().to_str().unwrap(),
+    ])
+}
+
 #[test]
 fn import_then_solve() {
     let out = std::env::temp_dir().join(format!(
@@ -118,15 +131,7 @@ fn absurd_counts_are_refused_by_field() {
         }
         let path = dir.path().join("config.json");
         std::fs::write(&path, config.to_string()).unwrap();
-        let o = pipeplan(&[
-            "import",
-            "--from",
-            "galvatron",
-            "--config",
-            path.to_str().unwrap(),
-            "--data-root",
-            fixtures().to_str().unwrap(),
-        ]);
+        let o = import(&path);
         let e = String::from_utf8_lossy(&o.stderr);
         assert_eq!(o.status.code(), Some(2), "{want}: {e}");
         assert!(
@@ -175,32 +180,17 @@ fn a_bare_config_imports_as_its_recording_does() {
             .unwrap();
     let bare = dir.join("bare.json");
     std::fs::write(&bare, doc["config"].to_string()).unwrap();
-    let import = |cfg: &std::path::Path| {
-        let o = ok(&[
-            "import",
-            "--from",
-            "galvatron",
-            "--config",
-            cfg.to_str().unwrap(),
-            "--data-root",
-            fixtures().to_str().unwrap(),
-        ]);
+    let instance = |cfg: &std::path::Path| {
+        let o = import(cfg);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
         let mut v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
         v["name"] = serde_json::Value::Null;
         v
     };
-    assert_eq!(import(&bare), import(&fixtures().join("config.json")));
+    assert_eq!(instance(&bare), instance(&fixtures().join("config.json")));
     let other = dir.join("other.json");
     std::fs::write(&other, r#"{"result": {}}"#).unwrap();
-    let o = pipeplan(&[
-        "import",
-        "--from",
-        "galvatron",
-        "--config",
-        other.to_str().unwrap(),
-        "--data-root",
-        fixtures().to_str().unwrap(),
-    ]);
+    let o = import(&other);
     assert_eq!(o.status.code(), Some(2));
     let e = String::from_utf8_lossy(&o.stderr);
     assert!(
