@@ -47,6 +47,14 @@ macro_rules! run_row {
             vec![ $( format!("\"{}\" {}", stringify!($name), <$ty as SqlType>::DECL) ),* ]
         }
 
+        /// The SQL declaration of column `name`, if the table has it.
+        fn declaration_of(name: &str) -> Option<&'static str> {
+            [ $( (stringify!($name), <$ty as SqlType>::DECL) ),* ]
+                .into_iter()
+                .find(|(n, _)| *n == name)
+                .map(|(_, d)| d)
+        }
+
         impl RunRow {
             /// The row's values, in [`COLUMNS`] order.
             pub fn values(&self) -> Vec<Value> {
@@ -69,6 +77,29 @@ macro_rules! run_row {
             }
         }
     };
+}
+
+/// A row that cannot be read, in words: the column and what it holds against what pipeplan
+/// writes there (a store edited by another program); other errors as SQLite words them.
+pub(crate) fn read_error(e: &rusqlite::Error) -> String {
+    let held = |ty: &rusqlite::types::Type| match ty {
+        rusqlite::types::Type::Null => "nothing (NULL)",
+        rusqlite::types::Type::Integer => "an integer",
+        rusqlite::types::Type::Real => "a real number",
+        rusqlite::types::Type::Text => "text",
+        rusqlite::types::Type::Blob => "a blob",
+    };
+    let column = |name: &str, what: &str| {
+        let wants = declaration_of(name).unwrap_or("another type");
+        format!(
+            "a run's column `{name}` holds {what} where pipeplan writes {wants}: the store was \
+             edited by another program (docs/sweep.md, \"Store schema\")"
+        )
+    };
+    match e {
+        rusqlite::Error::InvalidColumnType(_, name, ty) => column(name, held(ty)),
+        other => other.to_string(),
+    }
 }
 
 fn to_value<T: ToSql>(v: &T) -> Value {
@@ -315,6 +346,28 @@ impl RunRow {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_cell_of_another_type_is_named_with_what_pipeplan_writes() {
+        let c = rusqlite::Connection::open_in_memory().unwrap();
+        let e = c
+            .query_row("SELECT 'x' AS evaluated_iteration_ms", [], |r| {
+                r.get::<_, Option<f64>>(0)
+            })
+            .unwrap_err();
+        let m = read_error(&e);
+        assert!(
+            m.starts_with(
+                "a run's column `evaluated_iteration_ms` holds text where pipeplan writes REAL"
+            ),
+            "{m}"
+        );
+        let e = c
+            .query_row("SELECT 1.5 AS seed", [], |r| r.get::<_, i64>(0))
+            .unwrap_err();
+        assert!(read_error(&e)
+            .contains("`seed` holds a real number where pipeplan writes INTEGER NOT NULL"));
+    }
 
     /// Record fields the store does not keep: gaps are relations between rows, which the report
     /// computes; `reason` is stored as `message`.

@@ -235,7 +235,7 @@ impl Store {
             })
             .map_err(|e| self.err(e))?
             .collect::<Result<HashSet<_>, _>>()
-            .map_err(|e| self.err(e))?;
+            .map_err(|e| self.err(super::row::read_error(&e)))?;
         Ok(keys)
     }
 
@@ -269,7 +269,7 @@ impl Store {
             .query_map([], RunRow::from_sql)
             .map_err(|e| self.err(e))?
             .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| self.err(e))?;
+            .map_err(|e| self.err(super::row::read_error(&e)))?;
         Ok(rows)
     }
 
