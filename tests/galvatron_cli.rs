@@ -173,8 +173,8 @@ fn an_absurd_footprint_never_fits_and_never_overflows() {
 /// wrapper) imports as the same instance; a JSON file that is neither names the field.
 #[test]
 fn a_bare_config_imports_as_its_recording_does() {
-    let dir = std::env::temp_dir().join(format!("pipeplan-galvatron-bare-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
     let doc: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(fixtures().join("config.json")).unwrap())
             .unwrap();
@@ -197,5 +197,4 @@ fn a_bare_config_imports_as_its_recording_does() {
         e.contains("other.json") && e.contains("config: missing") && e.contains("engine_args"),
         "{e}"
     );
-    let _ = std::fs::remove_dir_all(dir);
 }

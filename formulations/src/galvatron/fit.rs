@@ -41,13 +41,18 @@ impl Curve {
     }
 }
 
+/// How many distinct values `x` holds: a curve needs at least as many as it has parameters.
+pub fn distinct(x: &[f64]) -> usize {
+    let mut d = x.to_vec();
+    d.sort_by(f64::total_cmp);
+    d.dedup();
+    d.len()
+}
+
 /// `curve_fit(curve, x, y)`'s parameters; `None` with fewer distinct points than parameters,
 /// or where scipy finds no optimum (and the engine stops with its error).
 pub fn curve_fit(curve: Curve, x: &[f64], y: &[f64]) -> Option<Vec<f64>> {
-    let mut distinct = x.to_vec();
-    distinct.sort_by(f64::total_cmp);
-    distinct.dedup();
-    if x.len() != y.len() || distinct.len() < curve.params() {
+    if x.len() != y.len() || distinct(x) < curve.params() {
         return None;
     }
     let mut p = vec![1.0; curve.params()];
@@ -59,7 +64,8 @@ pub fn curve_fit(curve: Curve, x: &[f64], y: &[f64]) -> Option<Vec<f64>> {
     Some(p)
 }
 
-/// How the `sequence` time mode's curves are fitted and evaluated.
+/// How the engine's curves (the `sequence` time mode's, the collective-time lines) are fitted
+/// and evaluated.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum FitMethod {
     /// As the engine: `curve_fit`'s iterate, evaluated as its Python expression.
@@ -94,10 +100,7 @@ impl FitMethod {
 /// fewer distinct points than coefficients.
 fn polyfit(x: &[f64], y: &[f64], degree: usize) -> Option<Vec<f64>> {
     let n = degree + 1;
-    let mut distinct = x.to_vec();
-    distinct.sort_by(f64::total_cmp);
-    distinct.dedup();
-    if x.len() != y.len() || distinct.len() < n {
+    if x.len() != y.len() || distinct(x) < n {
         return None;
     }
     // Householder QR on the Vandermonde matrix of x / max |x| (for conditioning), by columns.
@@ -154,8 +157,9 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
+    /// The least-squares polynomial `c` at `x`, as pipeplan evaluated it before (Horner).
     fn polyval(c: &[f64], x: f64) -> f64 {
-        c.iter().fold(0.0, |acc, v| acc * x + v)
+        FitMethod::LeastSquares.at(Curve::Quadratic, c, x)
     }
 
     #[test]

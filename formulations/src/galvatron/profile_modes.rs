@@ -51,14 +51,11 @@ pub(super) fn fitted_time(
 ) -> Result<f64, InputError> {
     let (x, y) = batch1_points(time, prefix, path)?;
     let c = method.params(curve, &x, &y).ok_or_else(|| {
-        let mut distinct = x.clone();
-        distinct.sort_by(f64::total_cmp);
-        distinct.dedup();
-        let why = if distinct.len() < curve.params() {
+        let found = fit::distinct(&x);
+        let why = if found < curve.params() {
             format!(
-                "needs {} distinct sequence lengths, found {}",
-                curve.params(),
-                distinct.len()
+                "needs {} distinct sequence lengths, found {found}",
+                curve.params()
             )
         } else {
             "scipy's curve_fit finds no optimum (the engine stops there)".to_string()
