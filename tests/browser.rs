@@ -70,11 +70,20 @@ fn report_loads_sorts_and_draws_in_chromium() {
         );
     }
 
+    // Chromium leaves a folder of its own in TMPDIR; this one is removed with the test.
+    let browser_tmp = tempfile::tempdir().unwrap();
     let browser = Browser::new(LaunchOptions {
         headless: true,
         sandbox: false,
         path: Some(chrome),
         window_size: Some((1200, 1600)),
+        process_envs: Some(
+            [(
+                "TMPDIR".to_string(),
+                browser_tmp.path().display().to_string(),
+            )]
+            .into(),
+        ),
         ..LaunchOptions::default()
     })
     .expect("Chromium starts");

@@ -62,9 +62,8 @@ fn solve_with_dawnpiper_prints_actions_in_json() {
 /// `comm` value is one clear error.
 #[test]
 fn solve_with_comm_include_claims_the_evaluated_period() {
-    let dir = std::env::temp_dir().join(format!("pipeplan-dawnpiper-cli-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let inst = dir.join("tiny.json");
+    let dir = tempfile::tempdir().unwrap();
+    let inst = dir.path().join("tiny.json");
     ok(&[
         "import",
         "--from",
@@ -113,7 +112,6 @@ fn solve_with_comm_include_claims_the_evaluated_period() {
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("--set comm"), "{err}");
-    std::fs::remove_dir_all(&dir).ok();
 }
 
 #[test]

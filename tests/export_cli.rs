@@ -5,10 +5,6 @@ mod support;
 use pipeplan_formulations::peers;
 use support::{ok, pipeplan, shipped_str, stderr, stdout};
 
-fn temp(name: &str) -> std::path::PathBuf {
-    std::env::temp_dir().join(format!("pipeplan-export-{}-{name}", std::process::id()))
-}
-
 /// `pipeplan solve INSTANCE --algo ALGO -o SOLUTION`, which must succeed.
 fn solve_to(inst: &str, algo: &str, solution: &std::path::Path) {
     ok(&[
@@ -24,9 +20,10 @@ fn solve_to(inst: &str, algo: &str, solution: &std::path::Path) {
 #[test]
 fn a_galvatron_solution_exports_and_reads_back() {
     let inst = shipped_str("bert-large-s512-b8-8gpu-8gib.json");
-    let sol = temp("bert-sol.json");
+    let tmp = tempfile::tempdir().unwrap();
+    let sol = tmp.path().join("bert-sol.json");
     solve_to(&inst, "galvatron-base", &sol);
-    let cfg = temp("bert-galvatron.json");
+    let cfg = tmp.path().join("bert-galvatron.json");
     ok(&[
         "export",
         sol.to_str().unwrap(),
@@ -61,14 +58,13 @@ fn a_galvatron_solution_exports_and_reads_back() {
         "galvatron",
     ]);
     assert_eq!(stdout(&again), std::fs::read_to_string(&cfg).unwrap());
-    let _ = std::fs::remove_file(sol);
-    let _ = std::fs::remove_file(cfg);
 }
 
 #[test]
 fn an_inexpressible_plan_exits_2_with_the_nearest_plans_cost() {
     let inst = shipped_str("resnet50-1000px-b8-4gpu-8gib.json");
-    let sol = temp("balanced-sol.json");
+    let tmp = tempfile::tempdir().unwrap();
+    let sol = tmp.path().join("balanced-sol.json");
     solve_to(&inst, "balanced-time", &sol);
     let o = pipeplan(&["export", sol.to_str().unwrap(), &inst, "--to", "megatron"]);
     assert_eq!(o.status.code(), Some(2), "{}", stdout(&o));
@@ -95,7 +91,6 @@ fn an_inexpressible_plan_exits_2_with_the_nearest_plans_cost() {
     assert!(stdout(&o).contains("stage_to_rank_map"));
     let c = pipeplan(&[&calibrated[..], &["--to", "pipedream"]].concat());
     assert_eq!(stdout(&c), stdout(&o));
-    let _ = std::fs::remove_file(sol);
 }
 
 #[test]
@@ -103,7 +98,8 @@ fn pipedream_plans_export_to_its_runtime_at_its_own_pace_only() {
     // GPT-3 2.6B on 8 GPUs: the 1F1B* period of PipeDream's plan is the least its loads allow,
     // the pace PipeDream's runtime keeps: the plan exports.
     let inst = shipped_str("gpt3-2.6b-s2048-b1-8gpu-40gib.json");
-    let sol = temp("pipedream-sol.json");
+    let tmp = tempfile::tempdir().unwrap();
+    let sol = tmp.path().join("pipedream-sol.json");
     solve_to(&inst, "pipedream", &sol);
     let o = ok(&["export", sol.to_str().unwrap(), &inst, "--to", "pipedream"]);
     let config: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
@@ -136,7 +132,6 @@ fn pipedream_plans_export_to_its_runtime_at_its_own_pace_only() {
         "{}",
         stderr(&o)
     );
-    let _ = std::fs::remove_file(sol);
 }
 
 #[test]
@@ -149,7 +144,8 @@ fn bad_formats_and_files_are_one_line_errors() {
         "{}",
         stderr(&o)
     );
-    let bad = temp("bad-galvatron.json");
+    let tmp = tempfile::tempdir().unwrap();
+    let bad = tmp.path().join("bad-galvatron.json");
     std::fs::write(&bad, r#"{"pp_deg": 3}"#).unwrap();
     let o = pipeplan(&[
         "evaluate",
@@ -164,7 +160,6 @@ fn bad_formats_and_files_are_one_line_errors() {
         err.contains(bad.to_str().unwrap()) && err.contains("tp_sizes_enc"),
         "{err}"
     );
-    let _ = std::fs::remove_file(bad);
 }
 
 #[test]
@@ -174,7 +169,8 @@ fn a_golden_output_config_is_judged() {
         return;
     };
     let golden = dir.join("golden/g_bert1024_8gpu_12GB_bsz256.json");
-    let inst = temp("g-inst.json");
+    let tmp = tempfile::tempdir().unwrap();
+    let inst = tmp.path().join("g-inst.json");
     ok(&[
         "import",
         "--from",
@@ -188,7 +184,7 @@ fn a_golden_output_config_is_judged() {
     ]);
     let doc: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&golden).unwrap()).unwrap();
-    let cfg = temp("g-output-config.json");
+    let cfg = tmp.path().join("g-output-config.json");
     std::fs::write(&cfg, doc["result"]["output_config"].to_string()).unwrap();
     let o = ok(&[
         "evaluate",
@@ -202,8 +198,6 @@ fn a_golden_output_config_is_judged() {
         "{}",
         stdout(&o)
     );
-    let _ = std::fs::remove_file(inst);
-    let _ = std::fs::remove_file(cfg);
 }
 
 /// A hand-edited micro-batch of 2^32 - 1 samples: the runtimes that round it to a multiple of
@@ -211,7 +205,8 @@ fn a_golden_output_config_is_judged() {
 #[test]
 fn a_micro_batch_near_u32_max_exports_without_overflow() {
     let inst = shipped_str("bert-large-s512-b8-8gpu-8gib.json");
-    let sol = temp("huge-micro.json");
+    let tmp = tempfile::tempdir().unwrap();
+    let sol = tmp.path().join("huge-micro.json");
     solve_to(&inst, "galvatron-base", &sol);
     let mut v: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&sol).unwrap()).unwrap();

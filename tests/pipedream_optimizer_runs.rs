@@ -30,7 +30,7 @@ use pipeplan_formulations::Instance;
 use pipeplan_solvers::madpipe::pipedream::{
     pipedream_partition, PdConfig, PdLevel, PdProfile, PdStates,
 };
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use support::pipeplan;
 
 /// What a replay found: the claimed time (ms), the stages `(first, end, replicas)` and the
@@ -150,9 +150,7 @@ fn recorded_optimizer_runs_reproduce() {
     let summary =
         std::fs::read_to_string(dir.join("optimizer_runs/repeats_summary.txt")).unwrap_or_default();
     let unique = unique_plans(&summary);
-    let tmp: PathBuf =
-        std::env::temp_dir().join(format!("pipeplan-pd-runs-{}", std::process::id()));
-    std::fs::create_dir_all(&tmp).unwrap();
+    let tmp = tempfile::tempdir().unwrap();
     let mut failures = Vec::new();
     for (run, outputs) in all {
         let stdout = outputs.join(format!("{}.txt", run.name));
@@ -160,7 +158,7 @@ fn recorded_optimizer_runs_reproduce() {
             .unwrap_or_else(|e| panic!("{}: {e}", stdout.display()));
         let expected = pipeline_time(&text)
             .unwrap_or_else(|| panic!("{}: no 'Time per stage in pipeline'", stdout.display()));
-        let instance = tmp.join(format!("{}.json", run.name));
+        let instance = tmp.path().join(format!("{}.json", run.name));
         let e = run.equivalent(&dir).unwrap_or_else(|m| panic!("{m}"));
         succeeds(run, &e.import_args(&instance.display().to_string()));
         let (ms, stages, searched) = if e.solved_by_cli() {
@@ -202,6 +200,5 @@ fn recorded_optimizer_runs_reproduce() {
             ));
         }
     }
-    let _ = std::fs::remove_dir_all(&tmp);
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }

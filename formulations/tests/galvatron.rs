@@ -98,9 +98,8 @@ fn ulysses_twins_follow_their_tp_strategies() {
 /// The tiny config under `sp_space tp+sp` with the sequence-parallel times `entries` (key, ms):
 /// the import's result.
 fn import_with_sp_times(entries: &[(String, f64)]) -> Result<Instance, String> {
-    let dir = std::env::temp_dir().join(format!("pipeplan-sp-times-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let file = dir.join(format!("sp_time_{}.json", entries.len()));
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("sp_time_tiny.json");
     let body: serde_json::Map<String, serde_json::Value> = entries
         .iter()
         .map(|(k, v)| (k.clone(), (*v).into()))
@@ -397,12 +396,12 @@ fn config_doc() -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(fixtures().join("config.json")).unwrap()).unwrap()
 }
 
-fn copy_fixtures(tag: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("pipeplan-galvatron-{tag}-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+/// A temporary copy of the fixtures folder, removed when dropped.
+fn copy_fixtures() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
     for e in std::fs::read_dir(fixtures()).unwrap() {
         let p = e.unwrap().path();
-        std::fs::copy(&p, dir.join(p.file_name().unwrap())).unwrap();
+        std::fs::copy(&p, dir.path().join(p.file_name().unwrap())).unwrap();
     }
     dir
 }
@@ -410,7 +409,8 @@ fn copy_fixtures(tag: &str) -> PathBuf {
 #[test]
 fn folder_lookup_uses_the_engine_file_names() {
     // Profile paths that are folders are searched for the engine's conventional names.
-    let dir = copy_fixtures("folder");
+    let tmp = copy_fixtures();
+    let dir = tmp.path();
     std::fs::rename(
         dir.join("handwritten_time_profile.json"),
         dir.join("computation_profiling_bf16_tiny.json"),
@@ -424,27 +424,27 @@ fn folder_lookup_uses_the_engine_file_names() {
     let mut doc = config_doc();
     doc["config"]["time_profiling_path"] = serde_json::json!(".");
     doc["config"]["memory_profiling_path"] = serde_json::json!(".");
-    let by_folder = import(&doc, &dir).expect("imports by folder");
+    let by_folder = import(&doc, dir).expect("imports by folder");
     let by_file = import(&config_doc(), &fixtures()).expect("imports by file");
     assert_eq!(
         serde_json::to_value(&by_folder).unwrap(),
         serde_json::to_value(&by_file).unwrap()
     );
     std::fs::remove_file(dir.join("memory_profiling_bf16_tiny.json")).unwrap();
-    let e = import(&doc, &dir).unwrap_err().to_string();
+    let e = import(&doc, dir).unwrap_err().to_string();
     assert!(e.contains("memory_profiling_bf16_tiny.json"), "{e}");
-    let _ = std::fs::remove_dir_all(dir);
 }
 
 #[test]
 fn missing_profile_keys_are_named() {
-    let dir = copy_fixtures("missing");
+    let tmp = copy_fixtures();
+    let dir = tmp.path();
     let mem = dir.join("handwritten_memory_profile.json");
     let mut m: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&mem).unwrap()).unwrap();
     m.as_object_mut().unwrap().remove("layertype_1");
     std::fs::write(&mem, m.to_string()).unwrap();
-    let e = import(&config_doc(), &dir).unwrap_err().to_string();
+    let e = import(&config_doc(), dir).unwrap_err().to_string();
     assert!(
         e.contains("layertype_1") && e.contains("layer type 1") && e.contains("memory_profile"),
         "{e}"
@@ -453,7 +453,7 @@ fn missing_profile_keys_are_named() {
     let ar = dir.join("allreduce_bandwidth_1nodes_4gpus_per_node.json");
     std::fs::write(&ar, r#"{"allreduce_size_4_consec_1": 100.0}"#).unwrap();
     std::fs::copy(fixtures().join("handwritten_memory_profile.json"), &mem).unwrap();
-    let e = import(&config_doc(), &dir).unwrap_err().to_string();
+    let e = import(&config_doc(), dir).unwrap_err().to_string();
     assert!(e.contains("allreduce_size_2_consec_0"), "{e}");
 
     let mut doc = config_doc();
@@ -471,7 +471,6 @@ fn missing_profile_keys_are_named() {
     doc["config"]["memory_constraint"] = serde_json::json!(-1);
     let e = import(&doc, &fixtures()).unwrap_err().to_string();
     assert!(e.contains("config.memory_constraint"), "{e}");
-    let _ = std::fs::remove_dir_all(dir);
 }
 
 #[test]
