@@ -24,10 +24,8 @@ fn import(config: &std::path::Path) -> std::process::Output {
 
 #[test]
 fn import_then_solve() {
-    let out = std::env::temp_dir().join(format!(
-        "pipeplan-galvatron-cli-{}.json",
-        std::process::id()
-    ));
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("tiny.json");
     let cfg = fixtures().join("config.json");
     ok(&[
         "import",
@@ -51,7 +49,6 @@ fn import_then_solve() {
     let sol = if v.is_array() { v[0].clone() } else { v };
     assert!(sol["claimed"]["throughput"].as_f64().unwrap() > 0.0);
     assert!(sol["evaluated"]["throughput"].as_f64().unwrap() > 0.0);
-    let _ = std::fs::remove_file(out);
 }
 
 #[test]
@@ -195,6 +192,59 @@ fn a_bare_config_imports_as_its_recording_does() {
     let e = String::from_utf8_lossy(&o.stderr);
     assert!(
         e.contains("other.json") && e.contains("config: missing") && e.contains("engine_args"),
+        "{e}"
+    );
+}
+
+/// `pipeplan solve --from galvatron CONFIG --algo galvatron-base` over the fixtures' profiles.
+fn solve(config: &std::path::Path) -> std::process::Output {
+    pipeplan(&[
+        "solve",
+        "--from",
+        "galvatron",
+        config.to_str().unwrap(),
+        "--data-root",
+        fixtures().to_str().unwrap(),
+        "--algo",
+        "galvatron-base",
+    ])
+}
+
+/// A one-strategy search space whose degree exceeds the GPUs (`search_space tp` with
+/// `max_tp_deg 8` on 4 GPUs) leaves no data-parallel replica: no plan, as in the engine, and the
+/// message names the preset and the limit to change.
+#[test]
+fn a_preset_larger_than_the_cluster_is_named() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(fixtures().join("config.json")).unwrap())
+            .unwrap();
+    for (space, limit) in [("tp", "max_tp_deg"), ("pp", "max_pp_deg")] {
+        doc["config"]["search_space"] = space.into();
+        doc["config"][limit] = 8.into();
+        let cfg = tmp.path().join(format!("{space}.json"));
+        std::fs::write(&cfg, doc.to_string()).unwrap();
+        let o = solve(&cfg);
+        assert!(!o.status.success());
+        let e = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            e.contains(&format!("search_space `{space}` fixes"))
+                && e.contains(&format!("the config's {limit} a value of at most 4")),
+            "{e}"
+        );
+        doc["config"][limit] = 4.into();
+    }
+    // tp 4 fits the GPUs, but with the vocabulary layers pinned at tp 1 (`disable_vtp`) and the
+    // global memory buffer on, the engine searches layer tp up to 1 only.
+    doc["config"]["search_space"] = "tp".into();
+    doc["config"]["disable_vtp"] = 1.into();
+    let cfg = tmp.path().join("vtp.json");
+    std::fs::write(&cfg, doc.to_string()).unwrap();
+    let o = solve(&cfg);
+    assert!(!o.status.success());
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        e.contains("has tp 4 or more") && e.contains("set disable_vtp 0"),
         "{e}"
     );
 }

@@ -102,6 +102,12 @@ pub fn strategy_string(s: &[Strategy]) -> String {
 
 /// Why nothing fits: the cheapest strategy of the heaviest layer type vs. the budget.
 pub fn why_infeasible(engine: &Engine) -> String {
+    if let Some(why) = preset_exceeds_the_cluster(engine) {
+        return why;
+    }
+    if let Some(why) = tp_above_the_searched_range(engine) {
+        return why;
+    }
     if let Some(why) = no_strategy_fills_the_cluster(engine) {
         return why;
     }
@@ -147,6 +153,58 @@ pub fn why_infeasible(engine: &Engine) -> String {
         ),
         None => "no strategy assignment fits the memory budget".into(),
     }
+}
+
+/// When the one strategy of a preset `search_space` (`tp`, `pp`, `3d`) asks for more GPUs than
+/// the cluster has: the engine takes `max_tp_deg` or `max_pp_deg` as the degree and divides the
+/// GPUs by it, so no data-parallel replica remains (it then finds no valid configuration under
+/// `tp`, and divides by zero under `pp`).
+fn preset_exceeds_the_cluster(engine: &Engine) -> Option<String> {
+    let s = &engine.lt.settings;
+    let st = engine.strategies.first()?;
+    if engine.strategies.iter().any(|st| st.dp > 0) {
+        return None;
+    }
+    let gpus = s.gpu_num();
+    let fix = match s.search_space.as_str() {
+        "tp" => format!("give the config's max_tp_deg a value of at most {gpus}"),
+        "pp" => format!("give the config's max_pp_deg a value of at most {gpus}"),
+        _ => format!("it needs at least {} GPUs", st.pp * st.tp),
+    };
+    Some(format!(
+        "search_space `{}` fixes pp {} x tp {}, more than the {gpus} GPUs, which leaves no \
+         data-parallel replica; {fix}",
+        s.search_space, st.pp, st.tp
+    ))
+}
+
+/// When every strategy's tp exceeds the largest `max_tp` a search task takes: the engine searches
+/// layer strategies only within the vocabulary layers' tp range, which `disable_vtp` pins at 1
+/// while the global memory buffer is on (the `tp` preset then has nothing to search).
+fn tp_above_the_searched_range(engine: &Engine) -> Option<String> {
+    let s = &engine.lt.settings;
+    let widest = engine.tasks().iter().map(|t| t.max_tp).max()?;
+    let least = engine.strategies.iter().map(|st| st.tp).min()?;
+    if least <= widest {
+        return None;
+    }
+    let why = if s.disable_vtp && s.global_memory_buffer {
+        "disable_vtp 1 keeps the vocabulary layers at tp 1 and, with the global memory buffer on, \
+         the layers' tp goes no higher; set disable_vtp 0 or global_memory_buffer false"
+            .to_string()
+    } else {
+        format!(
+            "the range stops at the GPU count and max_tp_deg ({} and {})",
+            s.gpu_num(),
+            s.max_tp_deg
+        )
+    };
+    Some(format!(
+        "every strategy of search_space `{}` has tp {least} or more, but the engine searches \
+         layer tp only up to the vocabulary layers' largest tp, here {widest}, so it searches \
+         nothing and finds no valid configuration either: {why}",
+        s.search_space
+    ))
 }
 
 /// When no task has a strategy whose pipeline fits the layers: the engine keeps a strategy only
