@@ -467,6 +467,17 @@ fn missing_profile_keys_are_named() {
         "an unknown layer type is named: {e}"
     );
 
+    // A static-mode memory profile keyed by sequence length without the type's own length.
+    let mut doc = config_doc();
+    doc["config"]["model_layer_configs"][0]["seq_len"] = 257.into();
+    let e = import(&doc, &fixtures()).unwrap_err().to_string();
+    assert!(
+        e.contains("layertype_0")
+            && e.contains("no entry for sequence length 257 (profiled: 512)")
+            && e.contains("handwritten_memory_profile.json"),
+        "{e}"
+    );
+
     let mut doc = config_doc();
     doc["config"]["memory_constraint"] = serde_json::json!(-1);
     let e = import(&doc, &fixtures()).unwrap_err().to_string();

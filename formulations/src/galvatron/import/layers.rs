@@ -98,6 +98,7 @@ pub(super) fn layer_types(
             let (min, max) = seq_range(m, &key, p.mem_path)?;
             (min.to_string(), max.to_string(), (max, seq))
         } else {
+            static_seq(m, &key, &seq_key, p.mem_path)?;
             (seq_key.clone(), seq_key.clone(), (1.0, 1.0))
         };
         let param = by_seq(m, &param_at).get("parameter_size").ok_or_else(|| {
@@ -264,4 +265,29 @@ pub(super) fn other(
         pp_on_last: other_mem("other_memory_pp_on_last")?,
         forward_ms_per_sample: other_fwd,
     })
+}
+
+/// In memory `static` mode an entry keyed by sequence lengths must hold this type's length (the
+/// engine reads it by that key and raises `KeyError` without it).
+fn static_seq(m: &Value, key: &str, seq: &str, path: &Path) -> Result<(), InputError> {
+    let Some(entry) = m.as_object() else {
+        return Ok(());
+    };
+    let profiled: Vec<&str> = entry
+        .keys()
+        .filter(|k| k.parse::<u64>().is_ok())
+        .map(String::as_str)
+        .collect();
+    if profiled.is_empty() || entry.contains_key(seq) {
+        return Ok(());
+    }
+    Err(field(
+        key,
+        format!(
+            "no entry for sequence length {seq} (profiled: {}); memory_profile_mode=static reads \
+             the type's own length",
+            profiled.join(", ")
+        ),
+    )
+    .in_file(path))
 }
