@@ -248,3 +248,42 @@ fn a_preset_larger_than_the_cluster_is_named() {
         "{e}"
     );
 }
+
+/// Batches and chunk counts for which the engine keeps no strategy: each message names the
+/// engine's rule and a setting that meets it.
+#[test]
+fn batches_and_chunk_counts_the_engine_skips_are_named() {
+    let tmp = tempfile::tempdir().unwrap();
+    let base: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(fixtures().join("config.json")).unwrap())
+            .unwrap();
+    let cases = [
+        (
+            serde_json::json!({"settle_bsz": 6, "settle_chunk": 4}),
+            "settle_chunk 4 does not divide the batch of 6",
+        ),
+        (
+            serde_json::json!({"settle_bsz": 3, "max_pp_deg": 1, "disable_vtp": 1}),
+            "at least 4 groups, which the batch does not fill; give a batch that is a multiple \
+             of 4 (--set settle_bsz=N)",
+        ),
+        (
+            serde_json::json!({"settle_bsz": 24, "settle_chunk": 4, "max_pp_deg": 1,
+                               "disable_vtp": 1}),
+            "4 micro-batches of a replica's 6 samples take 2 samples each, which make 3 \
+             micro-batches",
+        ),
+    ];
+    for (i, (edits, expected)) in cases.iter().enumerate() {
+        let mut doc = base.clone();
+        for (k, v) in edits.as_object().unwrap() {
+            doc["config"][k] = v.clone();
+        }
+        let cfg = tmp.path().join(format!("case{i}.json"));
+        std::fs::write(&cfg, doc.to_string()).unwrap();
+        let o = solve(&cfg);
+        assert_eq!(o.status.code(), Some(1), "{edits}");
+        let e = String::from_utf8_lossy(&o.stderr);
+        assert!(e.contains(expected), "{edits}: {e}");
+    }
+}

@@ -258,13 +258,15 @@ fn a_cluster_the_batch_cannot_fill_is_explained() {
         .to_string();
     let m = inst.training.micro_batches.unwrap();
     assert!(
-        e.contains(&format!("{m} micro-batches of a {m}-sample batch"))
-            && e.contains("data parallelism of at most 1")
-            && e.contains("pp x tp must reach 512 GPUs")
-            && e.contains(
-                "pp is at most 32 (max_pp_deg; the chain has 34 layers) and tp at most 8 \
-                 (max_tp_deg), 256 GPUs"
-            ),
+        e.contains(&format!("the {m}-sample batch splits evenly"))
+            && e.contains(&format!("({m} micro-batches)"))
+            && e.contains("pp is at most 32 (max_pp_deg)")
+            && e.contains("min_tp at most 8 (max_tp_deg and the GPUs)")
+            && e.contains(&format!(
+                "at least 2 groups, which the batch does not fill; give a batch that is a \
+                 multiple of 2 and at least {}",
+                2 * m
+            )),
         "{e}"
     );
     let mut opts = SolveOptions::default();

@@ -207,50 +207,92 @@ fn tp_above_the_searched_range(engine: &Engine) -> Option<String> {
     ))
 }
 
-/// When no task has a strategy whose pipeline fits the layers: the engine keeps a strategy only
-/// when every data-parallel replica has a sample per micro-batch (chunks <= batch / dp), so a
-/// batch of few samples per micro-batch forces pp x tp up to the whole cluster, which the layers
-/// (one per stage at least) and the tp limit may not reach.
+/// When the batch cannot be split among the fewest data-parallel groups a search task allows:
+/// the engine keeps a pipeline degree pp only when the batch divides evenly among its
+/// `GPUs / (pp x min_tp)` groups (`min_tp` being the vocabulary layers' smallest tp) with a
+/// sample per micro-batch, so too small or too odd a batch leaves no strategy at all.
 fn no_strategy_fills_the_cluster(engine: &Engine) -> Option<String> {
     let lt = engine.lt;
+    let s = &lt.settings;
     let layers: usize = lt.types.iter().map(|t| t.layers).sum();
     let tasks = engine.tasks();
-    let usable = tasks.iter().any(|t| {
-        engine
-            .task_space(t)
-            .0
-            .iter()
-            .any(|st| st.pp as usize <= layers)
-    });
-    if usable {
+    if tasks.is_empty() && s.settle_chunk > 0 {
+        let sizes = s.batch_sizes();
+        let batch = match sizes.as_slice() {
+            [one] => format!("the batch of {one}"),
+            _ => "any batch size searched".to_string(),
+        };
+        return Some(format!(
+            "settle_chunk {} does not divide {batch}: the engine searches only chunk counts \
+             that divide the batch (--set settle_chunk=N)",
+            s.settle_chunk
+        ));
+    }
+    if tasks.iter().any(|t| !engine.task_space(t).0.is_empty()) {
         return None;
     }
     let t = tasks.iter().min_by_key(|t| t.chunk)?;
-    let s = &lt.settings;
     let gpus = s.gpu_num() as u64;
-    let max_dp = (t.bsz / t.chunk).max(1);
-    let (max_pp, why) = if (layers as u64) < s.max_pp_deg as u64 {
-        (
-            layers as u64,
-            "the layers: a stage holds at least one".to_string(),
-        )
-    } else {
-        (
-            s.max_pp_deg as u64,
-            format!("max_pp_deg; the chain has {layers} layers"),
-        )
+    let max_pp = engine
+        .strategies
+        .iter()
+        .filter(|st| st.pp as usize <= layers)
+        .map(|st| st.pp as u64)
+        .max()?;
+    let min_tp = tasks.iter().map(|t| t.min_tp as u64).max()?;
+    let groups = (gpus / (max_pp * min_tp)).max(1);
+    let micro = |n: u64| {
+        if n == 1 {
+            "1 micro-batch".to_string()
+        } else {
+            format!("{n} micro-batches")
+        }
     };
-    let reach = max_pp * s.max_tp_deg as u64;
+    if t.bsz % groups == 0 && t.chunk <= t.bsz / groups {
+        // The groups fill; the chunk count is what fails: the engine keeps it only when
+        // micro-batches of one size make exactly that many of the replica's samples.
+        let local = t.bsz / groups;
+        let size = local.div_ceil(t.chunk);
+        return Some(format!(
+            "no strategy uses the {gpus} GPUs: {} of a replica's {local} samples take \
+             {size} samples each, which make {}; the engine keeps a chunk count only when \
+             micro-batches of one size make exactly that many (--set settle_chunk=N; any N \
+             dividing {local} does)",
+            micro(t.chunk),
+            micro(local.div_ceil(size)),
+        ));
+    }
+    let pp_why = if max_pp == s.max_pp_deg as u64 {
+        "max_pp_deg".to_string()
+    } else if 2 * max_pp > layers as u64 && 2 * max_pp <= gpus {
+        format!("the {layers} layers: a stage holds at least one")
+    } else {
+        "the search space and the GPUs".to_string()
+    };
+    let tp_why = if s.disable_vtp {
+        "disable_vtp 1"
+    } else {
+        "max_tp_deg and the GPUs"
+    };
     Some(format!(
-        "no strategy uses the {gpus} GPUs: {} micro-batches of a {}-sample batch allow \
-         data parallelism of at most {max_dp} (the engine keeps a strategy only when every \
-         replica has a sample per micro-batch), so pp x tp must reach {} GPUs, but pp is at \
-         most {max_pp} ({why}) and tp at most {} (max_tp_deg), {reach} GPUs; give fewer \
-         micro-batches (--set settle_chunk=N) or a larger batch (--set settle_bsz=N)",
-        t.chunk,
+        "no strategy uses the {gpus} GPUs: the engine keeps a pipeline degree pp only when the \
+         {}-sample batch splits evenly among the {gpus} / (pp x min_tp) data-parallel groups \
+         with a sample per micro-batch ({}); pp is at most {max_pp} ({pp_why}) \
+         and the vocabulary layers' tp min_tp at most {min_tp} ({tp_why}), so there are at \
+         least {groups} groups, which the batch does not fill; give a batch that is a multiple \
+         of {groups}{} (--set settle_bsz=N){}",
         t.bsz,
-        gpus / max_dp,
-        s.max_tp_deg
+        micro(t.chunk),
+        if t.chunk > 1 {
+            format!(" and at least {}", groups * t.chunk)
+        } else {
+            String::new()
+        },
+        if t.chunk > 1 {
+            " or fewer micro-batches (--set settle_chunk=N)"
+        } else {
+            ""
+        }
     ))
 }
 
