@@ -198,9 +198,17 @@ fn budget_no_strategy_fits_is_explained() {
         panic!("{e}")
     };
     assert!(
-        m.contains("512 MB budget") && m.contains("cheapest strategy") && m.contains("layertype_"),
+        m.contains("512 MB budget") && m.contains("MB of layers"),
         "{m}"
     );
+    // The least first-stage memory of any searched strategy exceeds the budget it names.
+    let least: f64 = m
+        .split("divided evenly, is ")
+        .nth(1)
+        .and_then(|r| r.split(" MB").next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{m}"));
+    assert!(least > 512.0 && !m.contains("within the budget"), "{m}");
 }
 
 #[test]

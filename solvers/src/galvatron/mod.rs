@@ -15,6 +15,7 @@ pub mod bmw;
 mod division;
 pub mod dp;
 pub mod engine;
+mod infeasible;
 pub mod plan;
 pub mod search;
 pub mod stage_call;
@@ -161,7 +162,7 @@ impl Algorithm for Galvatron {
             if counters.cut_short {
                 return Err(ctx.deadline.error());
             }
-            return Err(SolveError::Infeasible(plan::why_infeasible(&engine)));
+            return Err(SolveError::Infeasible(infeasible::why_infeasible(&engine)));
         };
         let plan = plan::to_plan(inst, &lt, &found);
         let per_gpu = plan::peak_per_gpu(inst, &found);
