@@ -4,7 +4,7 @@
 //! budget.
 
 use super::engine::{Engine, Task};
-use pipeplan_formulations::galvatron::cost::{layer_memory, MemoryCall};
+use pipeplan_formulations::galvatron::cost::layer_memory;
 use pipeplan_formulations::galvatron::Strategy;
 
 /// Why nothing fits: the engine's rule that left nothing to search, else the least memory a
@@ -96,15 +96,7 @@ fn stage_memory(
     stage: usize,
 ) -> Option<StageMemory> {
     let lt = engine.lt;
-    let call = MemoryCall {
-        bsz: t.bsz,
-        mbsz,
-        min_tp: t.min_tp,
-        stage,
-        embed_sdp: t.embed_sdp,
-        vsp: t.vsp,
-        pipeline: lt.settings.pipeline_type,
-    };
+    let call = engine.memory_call(t, mbsz, stage);
     let (mut layers, mut other) = (0.0, f64::INFINITY);
     for (ty, lty) in lt.types.iter().enumerate() {
         let m = layer_memory(lt, ty, st, &call).ok()?;
