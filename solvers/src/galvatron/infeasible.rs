@@ -20,7 +20,7 @@ pub fn why_infeasible(engine: &Engine) -> String {
         return why;
     }
     let budget = engine.lt.settings.memory_constraint * 1024.0;
-    let usable = engine_budget(engine);
+    let usable = engine.max_mem;
     let head = format!(
         "no strategy assignment fits the {budget:.0} MB budget ({usable:.0} MB usable after the \
          cache reserve)"
@@ -41,11 +41,7 @@ pub fn why_infeasible(engine: &Engine) -> String {
         l.total,
         l.strategy,
         l.bsz,
-        if l.chunk == 1 {
-            "1 micro-batch".to_string()
-        } else {
-            format!("{} micro-batches", l.chunk)
-        },
+        micro_batches(l.chunk),
         l.stage,
         l.layers,
         l.other
@@ -203,13 +199,6 @@ fn no_strategy_fills_the_cluster(engine: &Engine) -> Option<String> {
         .max()?;
     let min_tp = tasks.iter().map(|t| t.min_tp as u64).max()?;
     let groups = (gpus / (max_pp * min_tp)).max(1);
-    let micro = |n: u64| {
-        if n == 1 {
-            "1 micro-batch".to_string()
-        } else {
-            format!("{n} micro-batches")
-        }
-    };
     if t.bsz % groups == 0 && t.chunk <= t.bsz / groups {
         // The groups fill; the chunk count is what fails: the engine keeps it only when
         // micro-batches of one size make exactly that many of the replica's samples.
@@ -220,8 +209,8 @@ fn no_strategy_fills_the_cluster(engine: &Engine) -> Option<String> {
              {size} samples each, which make {}; the engine keeps a chunk count only when \
              micro-batches of one size make exactly that many (--set settle_chunk=N; any N \
              dividing {local} does)",
-            micro(t.chunk),
-            micro(local.div_ceil(size)),
+            micro_batches(t.chunk),
+            micro_batches(local.div_ceil(size)),
         ));
     }
     let pp_why = if max_pp == s.max_pp_deg as u64 {
@@ -244,7 +233,7 @@ fn no_strategy_fills_the_cluster(engine: &Engine) -> Option<String> {
          least {groups} groups, which the batch does not fill; give a batch that is a multiple \
          of {groups}{} (--set settle_bsz=N){}",
         t.bsz,
-        micro(t.chunk),
+        micro_batches(t.chunk),
         if t.chunk > 1 {
             format!(" and at least {}", groups * t.chunk)
         } else {
@@ -258,12 +247,11 @@ fn no_strategy_fills_the_cluster(engine: &Engine) -> Option<String> {
     ))
 }
 
-fn engine_budget(engine: &Engine) -> f64 {
-    let s = &engine.lt.settings;
-    let m0 = (s.memory_constraint * 1024.0).floor();
-    if s.quirks.mem_cache && (m0 / 1024.0).floor() > 20.0 {
-        m0 - (m0 * 0.2).floor()
+/// "1 micro-batch", "n micro-batches".
+fn micro_batches(n: u64) -> String {
+    if n == 1 {
+        "1 micro-batch".to_string()
     } else {
-        m0
+        format!("{n} micro-batches")
     }
 }

@@ -117,7 +117,7 @@ pub struct Engine<'a> {
     /// Cache reserve (MB).
     mem_cache: f64,
     /// Budget after the reserve (MB).
-    max_mem: f64,
+    pub(crate) max_mem: f64,
 }
 
 /// Memory units the DP counts with, at most `u32::MAX` (petabytes at the engine's 1 MB unit),
