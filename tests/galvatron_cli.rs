@@ -78,8 +78,7 @@ fn import_errors_are_one_line() {
 /// count or batch range) are refused by field, as the other malformed values are.
 #[test]
 fn absurd_counts_are_refused_by_field() {
-    let text = std::fs::read_to_string(fixtures().join("config.json")).unwrap();
-    let base: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let base = fixture_config();
     let dir = tempfile::tempdir().unwrap();
     // Each case: the config's fields edited (pointer, value), and the error it must give.
     let cases: [(Vec<(&str, serde_json::Value)>, &str); 6] = [
@@ -172,9 +171,7 @@ fn an_absurd_footprint_never_fits_and_never_overflows() {
 fn a_bare_config_imports_as_its_recording_does() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
-    let doc: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(fixtures().join("config.json")).unwrap())
-            .unwrap();
+    let doc = fixture_config();
     let bare = dir.join("bare.json");
     std::fs::write(&bare, doc["config"].to_string()).unwrap();
     let instance = |cfg: &std::path::Path| {
@@ -196,18 +193,35 @@ fn a_bare_config_imports_as_its_recording_does() {
     );
 }
 
-/// `pipeplan solve --from galvatron CONFIG --algo galvatron-base` over the fixtures' profiles.
-fn solve(config: &std::path::Path) -> std::process::Output {
-    pipeplan(&[
+/// The fixture config (a recording's form, `{"config": ...}`).
+fn fixture_config() -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(fixtures().join("config.json")).unwrap()).unwrap()
+}
+
+/// `pipeplan solve --from galvatron CONFIG --algo galvatron-base` over the fixtures' profiles,
+/// the fixture config with `edits` set in it: the exit code and stderr.
+fn solve_edited(edits: &serde_json::Value) -> (Option<i32>, String) {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut doc = fixture_config();
+    for (k, v) in edits.as_object().unwrap() {
+        doc["config"][k] = v.clone();
+    }
+    let cfg = tmp.path().join("edited.json");
+    std::fs::write(&cfg, doc.to_string()).unwrap();
+    let o = pipeplan(&[
         "solve",
         "--from",
         "galvatron",
-        config.to_str().unwrap(),
+        cfg.to_str().unwrap(),
         "--data-root",
         fixtures().to_str().unwrap(),
         "--algo",
         "galvatron-base",
-    ])
+    ]);
+    (
+        o.status.code(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
 }
 
 /// A one-strategy search space whose degree exceeds the GPUs (`search_space tp` with
@@ -215,34 +229,19 @@ fn solve(config: &std::path::Path) -> std::process::Output {
 /// message names the preset and the limit to change.
 #[test]
 fn a_preset_larger_than_the_cluster_is_named() {
-    let tmp = tempfile::tempdir().unwrap();
-    let mut doc: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(fixtures().join("config.json")).unwrap())
-            .unwrap();
     for (space, limit) in [("tp", "max_tp_deg"), ("pp", "max_pp_deg")] {
-        doc["config"]["search_space"] = space.into();
-        doc["config"][limit] = 8.into();
-        let cfg = tmp.path().join(format!("{space}.json"));
-        std::fs::write(&cfg, doc.to_string()).unwrap();
-        let o = solve(&cfg);
-        assert!(!o.status.success());
-        let e = String::from_utf8_lossy(&o.stderr);
+        let (code, e) = solve_edited(&serde_json::json!({"search_space": space, limit: 8}));
+        assert_ne!(code, Some(0));
         assert!(
             e.contains(&format!("search_space `{space}` fixes"))
                 && e.contains(&format!("the config's {limit} a value of at most 4")),
             "{e}"
         );
-        doc["config"][limit] = 4.into();
     }
     // tp 4 fits the GPUs, but with the vocabulary layers pinned at tp 1 (`disable_vtp`) and the
     // global memory buffer on, the engine searches layer tp up to 1 only.
-    doc["config"]["search_space"] = "tp".into();
-    doc["config"]["disable_vtp"] = 1.into();
-    let cfg = tmp.path().join("vtp.json");
-    std::fs::write(&cfg, doc.to_string()).unwrap();
-    let o = solve(&cfg);
-    assert!(!o.status.success());
-    let e = String::from_utf8_lossy(&o.stderr);
+    let (code, e) = solve_edited(&serde_json::json!({"search_space": "tp", "disable_vtp": 1}));
+    assert_ne!(code, Some(0));
     assert!(
         e.contains("has tp 4 or more") && e.contains("set disable_vtp 0"),
         "{e}"
@@ -253,10 +252,6 @@ fn a_preset_larger_than_the_cluster_is_named() {
 /// engine's rule and a setting that meets it.
 #[test]
 fn batches_and_chunk_counts_the_engine_skips_are_named() {
-    let tmp = tempfile::tempdir().unwrap();
-    let base: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(fixtures().join("config.json")).unwrap())
-            .unwrap();
     let cases = [
         (
             serde_json::json!({"settle_bsz": 6, "settle_chunk": 4}),
@@ -274,16 +269,9 @@ fn batches_and_chunk_counts_the_engine_skips_are_named() {
              micro-batches",
         ),
     ];
-    for (i, (edits, expected)) in cases.iter().enumerate() {
-        let mut doc = base.clone();
-        for (k, v) in edits.as_object().unwrap() {
-            doc["config"][k] = v.clone();
-        }
-        let cfg = tmp.path().join(format!("case{i}.json"));
-        std::fs::write(&cfg, doc.to_string()).unwrap();
-        let o = solve(&cfg);
-        assert_eq!(o.status.code(), Some(1), "{edits}");
-        let e = String::from_utf8_lossy(&o.stderr);
+    for (edits, expected) in &cases {
+        let (code, e) = solve_edited(edits);
+        assert_eq!(code, Some(1), "{edits}");
         assert!(e.contains(expected), "{edits}: {e}");
     }
 }

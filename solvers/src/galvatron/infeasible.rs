@@ -6,17 +6,24 @@
 use super::engine::{Engine, Task};
 use pipeplan_formulations::galvatron::cost::layer_memory;
 use pipeplan_formulations::galvatron::Strategy;
+use std::collections::HashMap;
 
 /// Why nothing fits: the engine's rule that left nothing to search, else the least memory a
 /// searched strategy needs against the budget.
 pub fn why_infeasible(engine: &Engine) -> String {
-    if let Some(why) = preset_exceeds_the_cluster(engine) {
-        return why;
-    }
-    if let Some(why) = tp_above_the_searched_range(engine) {
-        return why;
-    }
-    if let Some(why) = no_strategy_fills_the_cluster(engine) {
+    let tasks: Vec<Searched> = engine
+        .tasks()
+        .into_iter()
+        .map(|t| {
+            let (space, mbsz) = engine.task_space(&t);
+            Searched { t, space, mbsz }
+        })
+        .collect();
+    let rule = preset_exceeds_the_cluster(engine)
+        .or_else(|| tp_above_the_searched_range(engine, &tasks))
+        .or_else(|| chunk_divides_no_batch(engine, &tasks))
+        .or_else(|| no_strategy_fills_the_cluster(engine, &tasks));
+    if let Some(why) = rule {
         return why;
     }
     let budget = engine.lt.settings.memory_constraint * 1024.0;
@@ -25,7 +32,7 @@ pub fn why_infeasible(engine: &Engine) -> String {
         "no strategy assignment fits the {budget:.0} MB budget ({usable:.0} MB usable after the \
          cache reserve)"
     );
-    let Some(l) = least_memory(engine) else {
+    let Some(l) = least_memory(engine, &tasks) else {
         return head;
     };
     let verdict = if l.total <= usable {
@@ -48,6 +55,13 @@ pub fn why_infeasible(engine: &Engine) -> String {
     )
 }
 
+/// A search task with the strategies it keeps and its micro-batch size per pipeline degree.
+struct Searched {
+    t: Task,
+    space: Vec<Strategy>,
+    mbsz: HashMap<u32, u64>,
+}
+
 /// The memory of one searched strategy on its busiest pipeline stage (MB).
 struct StageMemory {
     total: f64,
@@ -63,13 +77,12 @@ struct StageMemory {
 /// the layers divided evenly among the stages: the least memory of the busiest stage, its
 /// layers' share (with the micro-batches in flight there) plus its context, embedding and head
 /// (at the vocabulary tp that needs least).
-fn least_memory(engine: &Engine) -> Option<StageMemory> {
+fn least_memory(engine: &Engine, tasks: &[Searched]) -> Option<StageMemory> {
     let mut least: Option<StageMemory> = None;
-    for t in engine.tasks() {
-        let (space, mbsz) = engine.task_space(&t);
+    for Searched { t, space, mbsz } in tasks {
         for st in space {
             let Some(busiest) = (0..st.pp as usize)
-                .map(|stage| stage_memory(engine, &t, &st, mbsz[&st.pp], stage))
+                .map(|stage| stage_memory(engine, t, st, mbsz[&st.pp], stage))
                 .collect::<Option<Vec<_>>>()
                 .and_then(|v| v.into_iter().max_by(|a, b| a.total.total_cmp(&b.total)))
             else {
@@ -139,9 +152,9 @@ fn preset_exceeds_the_cluster(engine: &Engine) -> Option<String> {
 /// When every strategy's tp exceeds the largest `max_tp` a search task takes: the engine searches
 /// layer strategies only within the vocabulary layers' tp range, which `disable_vtp` pins at 1
 /// while the global memory buffer is on (the `tp` preset then has nothing to search).
-fn tp_above_the_searched_range(engine: &Engine) -> Option<String> {
+fn tp_above_the_searched_range(engine: &Engine, tasks: &[Searched]) -> Option<String> {
     let s = &engine.lt.settings;
-    let widest = engine.tasks().iter().map(|t| t.max_tp).max()?;
+    let widest = tasks.iter().map(|x| x.t.max_tp).max()?;
     let least = engine.strategies.iter().map(|st| st.tp).min()?;
     if least <= widest {
         return None;
@@ -169,27 +182,14 @@ fn tp_above_the_searched_range(engine: &Engine) -> Option<String> {
 /// the engine keeps a pipeline degree pp only when the batch divides evenly among its
 /// `GPUs / (pp x min_tp)` groups (`min_tp` being the vocabulary layers' smallest tp) with a
 /// sample per micro-batch, so too small or too odd a batch leaves no strategy at all.
-fn no_strategy_fills_the_cluster(engine: &Engine) -> Option<String> {
+fn no_strategy_fills_the_cluster(engine: &Engine, tasks: &[Searched]) -> Option<String> {
     let lt = engine.lt;
     let s = &lt.settings;
     let layers: usize = lt.types.iter().map(|t| t.layers).sum();
-    let tasks = engine.tasks();
-    if tasks.is_empty() && s.settle_chunk > 0 {
-        let sizes = s.batch_sizes();
-        let batch = match sizes.as_slice() {
-            [one] => format!("the batch of {one}"),
-            _ => "any batch size searched".to_string(),
-        };
-        return Some(format!(
-            "settle_chunk {} does not divide {batch}: the engine searches only chunk counts \
-             that divide the batch (--set settle_chunk=N)",
-            s.settle_chunk
-        ));
-    }
-    if tasks.iter().any(|t| !engine.task_space(t).0.is_empty()) {
+    if tasks.iter().any(|x| !x.space.is_empty()) {
         return None;
     }
-    let t = tasks.iter().min_by_key(|t| t.chunk)?;
+    let t = &tasks.iter().min_by_key(|x| x.t.chunk)?.t;
     let gpus = s.gpu_num() as u64;
     let max_pp = engine
         .strategies
@@ -197,7 +197,7 @@ fn no_strategy_fills_the_cluster(engine: &Engine) -> Option<String> {
         .filter(|st| st.pp as usize <= layers)
         .map(|st| st.pp as u64)
         .max()?;
-    let min_tp = tasks.iter().map(|t| t.min_tp as u64).max()?;
+    let min_tp = tasks.iter().map(|x| x.t.min_tp as u64).max()?;
     let groups = (gpus / (max_pp * min_tp)).max(1);
     if t.bsz % groups == 0 && t.chunk <= t.bsz / groups {
         // The groups fill; the chunk count is what fails: the engine keeps it only when
@@ -220,6 +220,14 @@ fn no_strategy_fills_the_cluster(engine: &Engine) -> Option<String> {
     } else {
         "the search space and the GPUs".to_string()
     };
+    let (at_least, fewer) = if t.chunk > 1 {
+        (
+            format!(" and at least {}", groups * t.chunk),
+            " or fewer micro-batches (--set settle_chunk=N)",
+        )
+    } else {
+        (String::new(), "")
+    };
     let tp_why = if s.disable_vtp {
         "disable_vtp 1"
     } else {
@@ -231,19 +239,28 @@ fn no_strategy_fills_the_cluster(engine: &Engine) -> Option<String> {
          with a sample per micro-batch ({}); pp is at most {max_pp} ({pp_why}) \
          and the vocabulary layers' tp min_tp at most {min_tp} ({tp_why}), so there are at \
          least {groups} groups, which the batch does not fill; give a batch that is a multiple \
-         of {groups}{} (--set settle_bsz=N){}",
+         of {groups}{at_least} (--set settle_bsz=N){fewer}",
         t.bsz,
         micro_batches(t.chunk),
-        if t.chunk > 1 {
-            format!(" and at least {}", groups * t.chunk)
-        } else {
-            String::new()
-        },
-        if t.chunk > 1 {
-            " or fewer micro-batches (--set settle_chunk=N)"
-        } else {
-            ""
-        }
+    ))
+}
+
+/// When a `settle_chunk` divides no batch size searched: the engine searches only chunk counts
+/// that divide the batch, so there is no task at all.
+fn chunk_divides_no_batch(engine: &Engine, tasks: &[Searched]) -> Option<String> {
+    let s = &engine.lt.settings;
+    if !tasks.is_empty() || s.settle_chunk <= 0 {
+        return None;
+    }
+    let sizes = s.batch_sizes();
+    let batch = match sizes.as_slice() {
+        [one] => format!("the batch of {one}"),
+        _ => "any batch size searched".to_string(),
+    };
+    Some(format!(
+        "settle_chunk {} does not divide {batch}: the engine searches only chunk counts that \
+         divide the batch (--set settle_chunk=N)",
+        s.settle_chunk
     ))
 }
 

@@ -49,12 +49,45 @@ pub(super) fn read_ordered(path: &Path) -> Result<Vec<(String, Value)>, InputErr
     Ok(o.0)
 }
 
-/// A value keyed by sequence length, or the value itself.
-pub(super) fn by_seq<'a>(v: &'a Value, seq: &str) -> &'a Value {
-    match v.get(seq) {
-        Some(inner) => inner,
-        None => v,
+/// The entry of sequence length `seq` in profile entry `key`, or the entry itself where the
+/// profile does not key it by length (older profiles). An entry keyed by lengths without `seq`
+/// is refused naming the lengths it has (the engine reads it by that key: `KeyError`).
+pub(super) fn by_seq<'a>(
+    v: &'a Value,
+    seq: &str,
+    key: &str,
+    path: &Path,
+) -> Result<&'a Value, InputError> {
+    if let Some(inner) = v.get(seq) {
+        return Ok(inner);
     }
+    // Lengths are keyed `512`, `512_512` or `[3136,784]`.
+    let is_length = |k: &str| {
+        k.bytes().any(|b| b.is_ascii_digit())
+            && k.bytes()
+                .all(|b| b.is_ascii_digit() || b"_[],".contains(&b))
+    };
+    let profiled: Vec<&str> = v
+        .as_object()
+        .map(|m| {
+            m.keys()
+                .map(String::as_str)
+                .filter(|k| is_length(k))
+                .collect()
+        })
+        .unwrap_or_default();
+    if profiled.is_empty() {
+        return Ok(v);
+    }
+    Err(field(
+        key,
+        format!(
+            "no entry for sequence length {seq} (profiled: {}); the engine reads the entry of \
+             the configured length",
+            profiled.join(", ")
+        ),
+    )
+    .in_file(path))
 }
 
 pub(super) fn tp_map(

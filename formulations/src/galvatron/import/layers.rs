@@ -98,18 +98,19 @@ pub(super) fn layer_types(
             let (min, max) = seq_range(m, &key, p.mem_path)?;
             (min.to_string(), max.to_string(), (max, seq))
         } else {
-            static_seq(m, &key, &seq_key, p.mem_path)?;
             (seq_key.clone(), seq_key.clone(), (1.0, 1.0))
         };
-        let param = by_seq(m, &param_at).get("parameter_size").ok_or_else(|| {
-            field(
-                format!("{key}.parameter_size"),
-                format!("missing (layer type {i})"),
-            )
-            .in_file(p.mem_path)
-        })?;
+        let param = by_seq(m, &param_at, &key, p.mem_path)?
+            .get("parameter_size")
+            .ok_or_else(|| {
+                field(
+                    format!("{key}.parameter_size"),
+                    format!("missing (layer type {i})"),
+                )
+                .in_file(p.mem_path)
+            })?;
         let param = num(param, p.mem_path, &format!("{key}.parameter_size"))?;
-        let act = by_seq(m, &act_at)
+        let act = by_seq(m, &act_at, &key, p.mem_path)?
             .get("tp_activation_per_bsz_dict")
             .ok_or_else(|| {
                 field(
@@ -208,11 +209,14 @@ pub(super) fn other(
                 0
             };
             let at = max_seqs[t];
-            (by_seq(v, &format!("{}", at as u64)), Some((at, cfgs[t].2)))
+            (
+                by_seq(v, &format!("{}", at as u64), &key, p.mem_path)?,
+                Some((at, cfgs[t].2)),
+            )
         } else {
             match v.get(format!("[{}]", seq_info.replace('_', ","))) {
                 Some(inner) => (inner, None),
-                None => (by_seq(v, &seq_info), None),
+                None => (by_seq(v, &seq_info, &key, p.mem_path)?, None),
             }
         };
         let get = |w: &str| {
@@ -265,29 +269,4 @@ pub(super) fn other(
         pp_on_last: other_mem("other_memory_pp_on_last")?,
         forward_ms_per_sample: other_fwd,
     })
-}
-
-/// In memory `static` mode an entry keyed by sequence lengths must hold this type's length (the
-/// engine reads it by that key and raises `KeyError` without it).
-fn static_seq(m: &Value, key: &str, seq: &str, path: &Path) -> Result<(), InputError> {
-    let Some(entry) = m.as_object() else {
-        return Ok(());
-    };
-    let profiled: Vec<&str> = entry
-        .keys()
-        .filter(|k| k.parse::<u64>().is_ok())
-        .map(String::as_str)
-        .collect();
-    if profiled.is_empty() || entry.contains_key(seq) {
-        return Ok(());
-    }
-    Err(field(
-        key,
-        format!(
-            "no entry for sequence length {seq} (profiled: {}); memory_profile_mode=static reads \
-             the type's own length",
-            profiled.join(", ")
-        ),
-    )
-    .in_file(path))
 }
