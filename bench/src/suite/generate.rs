@@ -70,7 +70,7 @@ pub fn generate(version: &str, peers: Option<&Path>) -> Result<Generated, SuiteE
             }));
             continue;
         }
-        members.extend(s.members(recipe.version, peers)?);
+        members.extend(s.members(&recipe, peers)?);
     }
     let mut others = vec![
         ("README.md".to_string(), readme::readme(&recipe)),

@@ -7,6 +7,7 @@
 
 use super::memory::{Anchors, MemoryClass};
 use super::{instance_hash, Member, SuiteError};
+use pipeplan_formulations::galvatron::fit::FitMethod;
 use pipeplan_formulations::generate::{self, Device, GenerateOptions};
 use pipeplan_formulations::import::{ClusterSpec, ImportRequest, Source};
 use pipeplan_formulations::instance::{Bandwidth, Cluster, ScheduleKind};
@@ -85,13 +86,39 @@ pub struct Scenario {
 }
 
 /// A versioned suite's recipe.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct Recipe {
     /// Version name (`v1`).
     pub version: &'static str,
     /// Scenarios in manifest order.
     pub scenarios: Vec<Scenario>,
+    /// What rebuilds the members as the version was published.
+    pub published: AsPublished,
 }
+
+/// How a version rebuilds its members as it was published, where the importers have changed
+/// since (`docs/suite.md`, "Versions"). A new version publishes what the importers make now:
+/// [`AsPublished::CURRENT`].
+#[derive(Debug, Clone, Copy)]
+pub struct AsPublished {
+    /// How the Galvatron importer fits the `sequence` profile mode's curves.
+    pub galvatron_fits: FitMethod,
+    /// Applied to a scenario's instance before its memory levels are derived from it.
+    pub base: fn(&mut Instance),
+    /// Applied to each member's instance.
+    pub member: fn(&mut Instance),
+}
+
+impl AsPublished {
+    /// The importers as they are now.
+    pub const CURRENT: AsPublished = AsPublished {
+        galvatron_fits: FitMethod::Engine,
+        base: unchanged,
+        member: unchanged,
+    };
+}
+
+fn unchanged(_: &mut Instance) {}
 
 impl Origin {
     /// The source tag value: `analytic` or the import format.
@@ -237,11 +264,11 @@ impl Scenario {
     }
 
     /// The instance before its memory level: generated or imported, checked against the
-    /// scenario's declared shape, as suite `version` builds it. `peers` is the peers folder
+    /// scenario's declared shape, as `published` rebuilds it. `peers` is the peers folder
     /// (needed by peer profiles).
     pub fn base_instance(
         &self,
-        version: &str,
+        published: &AsPublished,
         peers: Option<&Path>,
     ) -> Result<Instance, SuiteError> {
         let inst = match (&self.origin, &self.net) {
@@ -261,7 +288,7 @@ impl Scenario {
                 let Some(peers) = peers else {
                     return Err(self.invalid("needs the peers folder".into()));
                 };
-                self.import(version, p, net.as_ref(), peers)?
+                self.import(published, p, net.as_ref(), peers)?
             }
         };
         let layers = inst.num_layers();
@@ -284,15 +311,13 @@ impl Scenario {
 
     fn import(
         &self,
-        version: &str,
+        published: &AsPublished,
         p: &Profile,
         net: Option<&Net>,
         peers: &Path,
     ) -> Result<Instance, SuiteError> {
         let mut req = ImportRequest::new(p.source, peers.join(p.file));
-        if version == "v1" {
-            req.galvatron_fits = super::v1::GALVATRON_FITS;
-        }
+        req.galvatron_fits = published.galvatron_fits;
         if let Some(n) = net {
             let c = self.cluster(n);
             req.cluster = ClusterSpec {
@@ -318,17 +343,17 @@ impl Scenario {
         req.import().map_err(|e| self.invalid(e.to_string()))
     }
 
-    /// The members of this scenario, one per memory level, with their instances.
+    /// The members of this scenario in `recipe`'s version, one per memory level, with their
+    /// instances.
     pub fn members(
         &self,
-        version: &str,
+        recipe: &Recipe,
         peers: Option<&Path>,
     ) -> Result<Vec<(Member, Instance)>, SuiteError> {
-        let mut base = self.base_instance(version, peers)?;
-        if version == "v1" {
-            // Before the memory levels: they are derived from the sizes.
-            super::v1::sailor_sizes_as_published(&mut base);
-        }
+        let (version, published) = (recipe.version, &recipe.published);
+        let mut base = self.base_instance(published, peers)?;
+        // Before the memory levels: they are derived from the sizes.
+        (published.base)(&mut base);
         let anchors = Anchors::of(&base)?;
         // The levels must mean what docs/suite.md says: no plain pipeline fits at tight.
         let [t, m, l] = MemoryClass::ALL.map(|c| anchors.budget(c));
@@ -344,9 +369,7 @@ impl Scenario {
             .map(|&class| {
                 let name = self.member_name(class);
                 let mut inst = base.clone();
-                if version == "v1" {
-                    super::v1::freeze(&mut inst);
-                }
+                (published.member)(&mut inst);
                 inst.name = name.clone();
                 inst.cluster.memory = anchors.budget(class);
                 inst.source = format!(

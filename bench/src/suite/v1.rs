@@ -3,7 +3,7 @@
 //! Frozen: the shipped files are v1. A change here (or in a generator, importer or the memory
 //! rule) that alters a v1 file fails the regeneration test; make a v2 instead.
 
-use super::recipe::{Net, Origin, Profile, Recipe, Scenario};
+use super::recipe::{AsPublished, Net, Origin, Profile, Recipe, Scenario};
 use pipeplan_formulations::generate::Device;
 use pipeplan_formulations::import::Source;
 use pipeplan_formulations::instance::ScheduleKind::{self, Async, Gpipe, OneFOneB};
@@ -212,6 +212,11 @@ pub fn recipe() -> Recipe {
     Recipe {
         version: "v1",
         scenarios,
+        published: AsPublished {
+            galvatron_fits: GALVATRON_FITS,
+            base: sailor_sizes_as_published,
+            member: freeze,
+        },
     }
 }
 
@@ -235,7 +240,7 @@ const SAILOR_SIZES_V1: &str = "Sizes: llm_info.json; weights = params_floats x 2
 /// the fp32 bytes are 4 x whole element counts), the precision and state factor restored, and
 /// the note keeps its published sentences (`docs/suite.md`, "Versions"). Other instances are left
 /// unchanged.
-pub(super) fn sailor_sizes_as_published(inst: &mut pipeplan_formulations::Instance) {
+fn sailor_sizes_as_published(inst: &mut pipeplan_formulations::Instance) {
     use pipeplan_formulations::import::sailor::{optimizer_states, sizes_note};
     use pipeplan_formulations::instance::Precision;
     let fp32 = sizes_note(Precision::Fp32);
@@ -266,7 +271,7 @@ const UNREAD: &str = "Engine arguments not used by pipeplan: ";
 /// How v1's Galvatron members fitted the `sequence` profile mode's curves when v1 was
 /// published: exact least squares, about 1e-10 from the engine's `curve_fit` that pipeplan has
 /// run since 2026-11-29 (`docs/suite.md`, "Versions").
-pub(super) const GALVATRON_FITS: pipeplan_formulations::galvatron::fit::FitMethod =
+const GALVATRON_FITS: pipeplan_formulations::galvatron::fit::FitMethod =
     pipeplan_formulations::galvatron::fit::FitMethod::LeastSquares;
 
 /// A v1 member as v1 was published: its `source` ([`frozen_source`]), without the layer graph
@@ -274,7 +279,7 @@ pub(super) const GALVATRON_FITS: pipeplan_formulations::galvatron::fit::FitMetho
 /// unchanged; without the graph, `pipedream` searches the chain's prefixes, as when v1 was
 /// published), and without the GPU model (`cluster.gpu`) the Sailor importer has named since
 /// (informational: no figure depends on it; the note names the GPU as before).
-pub(super) fn freeze(inst: &mut pipeplan_formulations::Instance) {
+fn freeze(inst: &mut pipeplan_formulations::Instance) {
     inst.source = frozen_source(&inst.source);
     inst.extensions
         .remove(pipeplan_formulations::layer_order::KEY);
