@@ -276,6 +276,61 @@ fn files_that_are_not_stores_are_refused_untouched() {
 }
 
 #[test]
+fn a_word_pipeplan_never_writes_is_named_with_its_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let (inputs, runs) = sweep(dir.path());
+    let path = dir.path().join("edited.sqlite");
+    run_into(&path, &inputs, &runs, None, 1);
+    let victim = rows(&path)
+        .into_iter()
+        .find(|r| r.status.is_some())
+        .expect("a solved run");
+    for (column, words) in [
+        ("status", "optimal, feasible, heuristic"),
+        ("result", "solved, unsupported, failed"),
+        ("stop", "time-limit, interrupted, node-cap"),
+    ] {
+        let edited = dir.path().join(format!("{column}.sqlite"));
+        std::fs::copy(&path, &edited).unwrap();
+        let conn = rusqlite::Connection::open(&edited).unwrap();
+        conn.execute(
+            &format!(
+                "UPDATE runs SET \"{column}\" = 'done' WHERE instance_hash = ?1 AND algorithm = \
+                 ?2 AND settings = ?3 AND seed = ?4 AND \"repeat\" = ?5"
+            ),
+            rusqlite::params![
+                victim.instance_hash,
+                victim.algorithm,
+                victim.settings,
+                victim.seed,
+                victim.repeat
+            ],
+        )
+        .unwrap();
+        drop(conn);
+        let bytes = std::fs::read(&edited).unwrap();
+        let e = Store::open_read(&edited)
+            .unwrap()
+            .rows()
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with(&edited.display().to_string()), "{e}");
+        assert!(e.contains(&victim.describe()), "{e}");
+        assert!(
+            e.contains(&format!(
+                "column `{column}` holds \"done\" where pipeplan writes {words}"
+            )),
+            "{e}"
+        );
+        assert_eq!(
+            std::fs::read(&edited).unwrap(),
+            bytes,
+            "reading changed the store"
+        );
+    }
+}
+
+#[test]
 fn a_suite_member_that_does_not_match_its_manifest_stops_the_sweep() {
     let dir = tempfile::tempdir().unwrap();
     let files = instance_files(dir.path());

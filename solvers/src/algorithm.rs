@@ -203,6 +203,9 @@ pub enum Status {
 }
 
 impl Status {
+    /// Every status.
+    pub const ALL: [Status; 3] = [Status::Optimal, Status::Feasible, Status::Heuristic];
+
     /// The name reports print (the serialized name).
     pub fn name(self) -> &'static str {
         match self {
@@ -229,6 +232,30 @@ pub enum Stop {
     Converged,
     /// No unevaluated candidate was left.
     Exhausted,
+}
+
+impl Stop {
+    /// Every reason.
+    pub const ALL: [Stop; 6] = [
+        Stop::TimeLimit,
+        Stop::Interrupted,
+        Stop::NodeCap,
+        Stop::EvaluationBudget,
+        Stop::Converged,
+        Stop::Exhausted,
+    ];
+
+    /// The serialized name (what a sweep store's `stop` column holds).
+    pub fn name(self) -> &'static str {
+        match self {
+            Stop::TimeLimit => "time-limit",
+            Stop::Interrupted => "interrupted",
+            Stop::NodeCap => "node-cap",
+            Stop::EvaluationBudget => "evaluation-budget",
+            Stop::Converged => "converged",
+            Stop::Exhausted => "exhausted",
+        }
+    }
 }
 
 impl std::fmt::Display for Stop {
@@ -426,5 +453,28 @@ pub fn solution(
         stats,
         notes: Vec::new(),
         galvatron: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Status, Stop};
+
+    fn serialized<T: serde::Serialize>(v: T) -> String {
+        serde_json::to_value(v)
+            .unwrap()
+            .as_str()
+            .unwrap()
+            .to_string()
+    }
+
+    #[test]
+    fn names_are_the_serialized_names() {
+        for s in Status::ALL {
+            assert_eq!(s.name(), serialized(s));
+        }
+        for s in Stop::ALL {
+            assert_eq!(s.name(), serialized(s));
+        }
     }
 }

@@ -57,11 +57,7 @@ pub fn solve(
     };
     let (outcome, stop) = match harness::run(algo.as_ref(), inst, &opts) {
         Ok(sol) => {
-            let stop = sol.stats.stop.and_then(|s| {
-                serde_json::to_value(s)
-                    .ok()
-                    .and_then(|v| v.as_str().map(str::to_string))
-            });
+            let stop = sol.stats.stop.map(|s| s.name().to_string());
             (
                 Outcome::Solved {
                     solution: Box::new(sol),

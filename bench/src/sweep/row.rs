@@ -3,6 +3,7 @@
 //! columns are the run's key, its result, or measurements (`docs/sweep.md`, "Store schema").
 
 use super::plan::{RunKey, RunSpec};
+use pipeplan_solvers::algorithm::{Status, Stop};
 use pipeplan_solvers::harness::Record;
 use rusqlite::types::{ToSql, Value};
 use std::time::Duration;
@@ -73,7 +74,15 @@ macro_rules! run_row {
             ) -> rusqlite::Result<RunRow> {
                 let mut i = offset;
                 let mut next = || { i += 1; i - 1 };
-                Ok(RunRow { $( $name: row.get(next())?, )* })
+                let r = RunRow { $( $name: row.get(next())?, )* };
+                match r.unknown_word() {
+                    None => Ok(r),
+                    Some(u) => Err(rusqlite::Error::FromSqlConversionFailure(
+                        offset + COLUMNS.iter().position(|c| *c == u.column).unwrap_or(0),
+                        rusqlite::types::Type::Text,
+                        Box::new(u),
+                    )),
+                }
             }
         }
     };
@@ -98,9 +107,43 @@ pub(crate) fn read_error(e: &rusqlite::Error) -> String {
     };
     match e {
         rusqlite::Error::InvalidColumnType(_, name, ty) => column(name, held(ty)),
+        rusqlite::Error::FromSqlConversionFailure(_, _, u) => match u.downcast_ref::<UnknownWord>()
+        {
+            Some(u) => format!(
+                "run {}: column `{}` holds {:?} where pipeplan writes {}: the store was edited by \
+                 another program (docs/sweep.md, \"Store schema\")",
+                u.run,
+                u.column,
+                u.value,
+                u.words.join(", ")
+            ),
+            None => e.to_string(),
+        },
         other => other.to_string(),
     }
 }
+
+/// What `result` holds: the run made a plan, the algorithm does not take the instance, or the
+/// run failed.
+pub const RESULTS: [&str; 3] = ["solved", "unsupported", "failed"];
+
+/// A word pipeplan never writes in a column that holds one of a few (`result`, `status`,
+/// `stop`): a report counting by that column would leave the run out unsaid.
+#[derive(Debug)]
+struct UnknownWord {
+    run: String,
+    column: &'static str,
+    value: String,
+    words: Vec<&'static str>,
+}
+
+impl std::fmt::Display for UnknownWord {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "column `{}` holds {:?}", self.column, self.value)
+    }
+}
+
+impl std::error::Error for UnknownWord {}
 
 fn to_value<T: ToSql>(v: &T) -> Value {
     match v.to_sql() {
@@ -340,6 +383,33 @@ impl RunRow {
     /// One line naming the run: instance, algorithm, settings, seed and repeat.
     pub fn describe(&self) -> String {
         self.key().describe(&self.instance)
+    }
+
+    /// The first of `result`, `status` and `stop` that holds a word pipeplan never writes there.
+    fn unknown_word(&self) -> Option<UnknownWord> {
+        let check = |column, value: Option<&str>, words: Vec<&'static str>| {
+            value.filter(|v| !words.contains(v)).map(|v| UnknownWord {
+                run: self.describe(),
+                column,
+                value: v.to_string(),
+                words,
+            })
+        };
+        check("result", Some(&self.result), RESULTS.to_vec())
+            .or_else(|| {
+                check(
+                    "status",
+                    self.status.as_deref(),
+                    Status::ALL.map(Status::name).to_vec(),
+                )
+            })
+            .or_else(|| {
+                check(
+                    "stop",
+                    self.stop.as_deref(),
+                    Stop::ALL.map(Stop::name).to_vec(),
+                )
+            })
     }
 }
 
