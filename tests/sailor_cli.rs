@@ -306,6 +306,43 @@ fn calibration_reaches_solve_and_evaluate_and_bad_files_are_named() {
 }
 
 #[test]
+fn a_calibration_applied_to_another_gpu_model_is_warned_of() {
+    let Some(root) = sailor() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let shipped = support::root().join("calibrations/clariden-gh200.json");
+    let shipped = shipped.to_str().unwrap();
+    let warning = "calibrations/clariden-gh200.json: fitted to runs on GH-96; instance";
+    for (gpu, warned) in [("A100-40", true), ("GH-96", false)] {
+        let inst = dir.path().join(format!("{gpu}.json"));
+        support::sailor::import_opt(&root, gpu, &inst);
+        let inst = inst.to_str().unwrap();
+        for args in [
+            vec!["solve", inst, "-a", "uniform", "--calibration", shipped],
+            vec!["compare", inst, "-a", "uniform", "--calibration", shipped],
+        ] {
+            let out = pipeplan(&args);
+            assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+            let e = stderr(&out);
+            assert_eq!(e.contains(warning), warned, "{args:?}: {e}");
+            if warned {
+                assert!(
+                    e.contains(&format!("was profiled on {gpu} (cluster.gpu)")),
+                    "{e}"
+                );
+            }
+        }
+    }
+    // The runs the file was fitted to: no warning.
+    let runs = documented_runs(&root, "clariden/OPT-350/N4");
+    let out = pipeplan(&with_runs(
+        &["accuracy", "RUNS", "--calibration", shipped],
+        &runs,
+    ));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(!stderr(&out).contains("warning"), "{}", stderr(&out));
+}
+
+#[test]
 fn runs_none_of_which_can_be_judged_are_listed_without_a_summary() {
     let Some(root) = sailor() else { return };
     let run = gh200_run(&root, "OPT-350/N2/plan_config_N2_D1.json");

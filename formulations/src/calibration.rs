@@ -210,6 +210,11 @@ pub struct CalibrationFile {
     pub format: String,
     /// The constants.
     pub constants: Calibration,
+    /// The GPU models of the runs they were fitted to (their instances' `cluster.gpu`); empty
+    /// when not recorded. The constants are the hardware's and the runtime's: an instance
+    /// profiled on another GPU model is warned of where the file is applied.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub gpus: Vec<String>,
     /// How they were fitted (runs, optimizer, errors before and after); informational.
     #[serde(default, skip_serializing_if = "serde_json::Value::is_null")]
     pub fit: serde_json::Value,
@@ -221,8 +226,24 @@ impl CalibrationFile {
         CalibrationFile {
             format: FORMAT.to_string(),
             constants,
+            gpus: Vec::new(),
             fit,
         }
+    }
+
+    /// Why the constants may not hold for `inst`: it was profiled on a GPU model (`cluster.gpu`)
+    /// the file was not fitted on. `None` when the models match or either is not recorded.
+    pub fn foreign_gpu(&self, inst: &Instance) -> Option<String> {
+        let gpu = inst.cluster.gpu.as_deref()?;
+        if self.gpus.is_empty() || self.gpus.iter().any(|g| g == gpu) {
+            return None;
+        }
+        Some(format!(
+            "fitted to runs on {}; instance {} was profiled on {gpu} (cluster.gpu): its reserved \
+             memory, factors and efficiencies may not hold there",
+            self.gpus.join(", "),
+            inst.name
+        ))
     }
 
     /// Parses and checks a calibration file's text.
@@ -284,6 +305,31 @@ impl Instance {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_instance_on_another_gpu_model_is_named() {
+        let mut f = CalibrationFile::new(Calibration::IDENTITY, serde_json::Value::Null);
+        let mut inst = crate::testing::chain(&[1.0, 2.0], 2);
+        inst.name = "x".into();
+        inst.cluster.gpu = Some("A100-40".into());
+        assert_eq!(
+            f.foreign_gpu(&inst),
+            None,
+            "no models recorded: nothing to say"
+        );
+        f.gpus = vec!["GH-96".into()];
+        let why = f.foreign_gpu(&inst).unwrap();
+        assert!(
+            why.starts_with("fitted to runs on GH-96; instance x was profiled on A100-40"),
+            "{why}"
+        );
+        let back = CalibrationFile::from_json(&f.to_json()).unwrap();
+        assert_eq!(back.gpus, f.gpus);
+        f.gpus.push("A100-40".into());
+        assert_eq!(f.foreign_gpu(&inst), None);
+        inst.cluster.gpu = None;
+        assert_eq!(f.foreign_gpu(&inst), None, "the instance's model unknown");
+    }
 
     #[test]
     fn identity_round_trips_and_bad_constants_are_named() {

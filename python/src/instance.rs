@@ -1,17 +1,41 @@
 //! `pipeplan.Instance`: an instance file, validated and immutable.
 
 use crate::errors::input_error;
-use pipeplan_formulations::calibration::{Calibration, CalibrationFile};
+use pipeplan_formulations::calibration::CalibrationFile;
 use pipeplan_formulations::Instance;
 use pyo3::prelude::*;
 use std::path::PathBuf;
 
-/// The constants of a calibration file (written by `pipeplan calibrate`); a bad file is an
-/// `InstanceError` naming it.
-pub(crate) fn calibration_file(py: Python<'_>, path: &std::path::Path) -> PyResult<Calibration> {
-    CalibrationFile::from_path(path)
-        .map(|f| f.constants)
-        .map_err(|e| input_error(py, &e))
+/// A calibration file (written by `pipeplan calibrate`); a bad file is an `InstanceError`
+/// naming it.
+pub(crate) fn calibration_file(
+    py: Python<'_>,
+    path: &std::path::Path,
+) -> PyResult<CalibrationFile> {
+    CalibrationFile::from_path(path).map_err(|e| input_error(py, &e))
+}
+
+/// A `UserWarning` when `file` (read from `path`) was fitted to runs on other GPU models than
+/// the one `inst` was profiled on (as the CLI warns).
+pub(crate) fn warn_if_foreign(
+    py: Python<'_>,
+    path: &std::path::Path,
+    file: &CalibrationFile,
+    inst: &Instance,
+) -> PyResult<()> {
+    match file.foreign_gpu(inst) {
+        Some(why) => {
+            let message =
+                std::ffi::CString::new(format!("{}: {why}", path.display())).unwrap_or_default();
+            PyErr::warn(
+                py,
+                &py.get_type::<pyo3::exceptions::PyUserWarning>(),
+                &message,
+                1,
+            )
+        }
+        None => Ok(()),
+    }
 }
 
 /// A pipeplan instance (format `pipeplan/instance@1`): a layer chain, a cluster and training
@@ -49,8 +73,10 @@ impl PyInstance {
     /// The same instance under the constants of a calibration file (written by `pipeplan
     /// calibrate`, `docs/calibration.md`): algorithms plan, and the evaluator judges, with them.
     fn calibrated(&self, py: Python<'_>, path: PathBuf) -> PyResult<PyInstance> {
+        let file = calibration_file(py, &path)?;
+        warn_if_foreign(py, &path, &file, &self.inner)?;
         Ok(PyInstance {
-            inner: self.inner.calibrated(&calibration_file(py, &path)?),
+            inner: self.inner.calibrated(&file.constants),
         })
     }
 

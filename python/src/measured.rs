@@ -2,7 +2,7 @@
 //! and `calibrate`).
 
 use crate::errors::{error, input_error};
-use crate::instance::calibration_file;
+use crate::instance::{calibration_file, warn_if_foreign};
 use crate::json;
 use pipeplan_charts::parity;
 use pipeplan_formulations::calibration::Calibration;
@@ -25,16 +25,24 @@ pub(crate) fn accuracy(
     repair_layers: bool,
     chart: bool,
 ) -> PyResult<(String, Option<String>)> {
-    let cal = match &calibration {
-        Some(p) => calibration_file(py, p)?,
-        None => Calibration::IDENTITY,
+    let file = match &calibration {
+        Some(p) => Some((p, calibration_file(py, p)?)),
+        None => None,
     };
+    let cal = file
+        .as_ref()
+        .map_or(Calibration::IDENTITY, |(_, f)| f.constants);
     let opts = RunOptions {
         root: sailor_root,
         model,
         repair_layers,
     };
     let gathered = gather(&paths, &opts).map_err(|e| input_error(py, &e))?;
+    if let Some((path, file)) = &file {
+        for run in &gathered.ready {
+            warn_if_foreign(py, path, file, &run.instance)?;
+        }
+    }
     let scores = gathered.scores(&cal).map_err(|e| input_error(py, &e))?;
     let svg = if chart {
         let title = parity::title(calibration.as_deref(), &cal, scores.len());

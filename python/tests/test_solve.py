@@ -305,6 +305,18 @@ def test_a_calibration_file_changes_what_is_planned_and_judged(cli, tmp_path):
         pipeplan.solve(inst, "uniform", calibration=bad)
 
 
+def test_a_calibration_fitted_on_another_gpu_model_warns(sailor_root):
+    calibration = ROOT / "calibrations" / "clariden-gh200.json"
+    config = sailor_root / "Planner" / "simulations" / "configs" / "training_config_opt_350.json"
+    a100 = pipeplan.import_profile("sailor", config, gpu_type="A100-40", nodes=2)
+    with pytest.warns(UserWarning, match="fitted to runs on GH-96; instance .* was profiled on A100-40"):
+        a100.calibrated(calibration)
+    gh200 = pipeplan.import_profile("sailor", config, gpu_type="GH-96", nodes=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        gh200.calibrated(calibration)
+
+
 def test_accuracy_lists_the_clis_records(cli, sailor_root, tmp_path):
     runs = documented_runs(sailor_root, "clariden") + documented_runs(sailor_root, "mit")
     calibration = ROOT / "calibrations" / "clariden-gh200.json"

@@ -124,8 +124,16 @@ fn repaired_text(repaired: &[Repaired]) -> String {
 
 /// `pipeplan accuracy`.
 pub fn accuracy(a: AccuracyArgs) -> Result<(), Failure> {
-    let cal = a.calibration.read()?.unwrap_or(Calibration::IDENTITY);
+    let given = a.calibration.read()?;
+    let cal = given
+        .as_ref()
+        .map_or(Calibration::IDENTITY, |g| *g.constants());
     let gathered = gather(&a.runs)?;
+    if let Some(g) = &given {
+        for run in &gathered.ready {
+            g.warn_if_foreign(&run.instance);
+        }
+    }
     let scores = gathered.scores(&cal)?;
     let Gathered { not, repaired, .. } = &gathered;
     let summary = summarize(&scores);

@@ -18,7 +18,7 @@ use crate::cli::{CalibrationArgs, Command, OutputArgs, PlanFromArgs, Reproduce};
 use pipeplan_formulations::export::RuntimePlan;
 use pipeplan_formulations::InputError;
 use pipeplan_solvers::algorithm::SolveError;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// Exit code: the solver found no feasible plan.
 pub const NO_PLAN: u8 = 1;
@@ -142,15 +142,17 @@ pub fn instance_name(path: &Path) -> &Path {
 }
 
 impl CalibrationArgs {
-    /// The calibration file's constants, if one is given.
-    pub fn read(
-        &self,
-    ) -> Result<Option<pipeplan_formulations::calibration::Calibration>, InputError> {
+    /// The calibration file, if one is given.
+    pub fn read(&self) -> Result<Option<GivenCalibration>, InputError> {
         self.calibration
             .as_deref()
             .map(|p| {
-                pipeplan_formulations::calibration::CalibrationFile::from_path(p)
-                    .map(|f| f.constants)
+                pipeplan_formulations::calibration::CalibrationFile::from_path(p).map(|file| {
+                    GivenCalibration {
+                        path: p.to_path_buf(),
+                        file,
+                    }
+                })
             })
             .transpose()
     }
@@ -161,9 +163,38 @@ impl CalibrationArgs {
         inst: pipeplan_formulations::Instance,
     ) -> Result<pipeplan_formulations::Instance, InputError> {
         Ok(match self.read()? {
-            Some(c) => inst.calibrated(&c),
+            Some(c) => c.apply(&inst),
             None => inst,
         })
+    }
+}
+
+/// A calibration file named by `--calibration`.
+pub struct GivenCalibration {
+    /// Where it was read.
+    pub path: PathBuf,
+    /// What it holds.
+    pub file: pipeplan_formulations::calibration::CalibrationFile,
+}
+
+impl GivenCalibration {
+    /// The constants.
+    pub fn constants(&self) -> &pipeplan_formulations::calibration::Calibration {
+        &self.file.constants
+    }
+
+    /// `inst` under the constants; a warning on standard error when the file was fitted to
+    /// runs on other GPU models than the one `inst` was profiled on.
+    pub fn apply(&self, inst: &pipeplan_formulations::Instance) -> pipeplan_formulations::Instance {
+        self.warn_if_foreign(inst);
+        inst.calibrated(self.constants())
+    }
+
+    /// The warning of [`GivenCalibration::apply`] alone.
+    pub fn warn_if_foreign(&self, inst: &pipeplan_formulations::Instance) {
+        if let Some(why) = self.file.foreign_gpu(inst) {
+            eprintln!("warning: {}: {why}", self.path.display());
+        }
     }
 }
 

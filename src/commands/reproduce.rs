@@ -92,7 +92,7 @@ pub fn madpipe_fig7(a: ReproduceArgs) -> Result<(), Failure> {
             let cluster = Cluster::single_node(*p, m * GIB, b * 1e9);
             let mut inst = generate(&GenerateOptions::new(model, cluster))?;
             if let Some(c) = &calibration {
-                inst = inst.calibrated(c);
+                inst = c.apply(&inst);
             }
             let mut notes = Vec::new();
             let mut get = |algo: &dyn Algorithm| match period(algo, &inst, &opts) {

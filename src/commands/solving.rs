@@ -82,7 +82,7 @@ fn read_instances(
     for p in paths {
         match super::read_instance(p) {
             Ok(i) => ok.push(match &cal {
-                Some(c) => i.calibrated(c),
+                Some(c) => c.apply(&i),
                 None => i,
             }),
             Err(e) => bad.push(e.to_string()),

@@ -47,14 +47,15 @@ fn spec(a: &SweepArgs) -> SweepSpec {
 /// checked (suites against their manifests) before anything runs or is written.
 fn planned(a: &SweepArgs) -> Result<(Vec<Input>, Vec<RunSpec>), Failure> {
     let mut inputs = plan::read_inputs(&a.inputs)?;
-    if let (Some(cal), Some(file)) = (a.calibration.read()?, &a.calibration.calibration) {
+    if let Some(cal) = a.calibration.read()? {
         // Named for the calibration too, so that reports tell the two apart.
+        let file = &cal.path;
         let label = file
             .file_stem()
             .unwrap_or(file.as_os_str())
             .to_string_lossy();
         for input in &mut inputs {
-            input.instance = input.instance.calibrated(&cal);
+            input.instance = cal.apply(&input.instance);
             input.hash = instance_hash(&input.instance);
             input.name = format!("{} (calibrated: {label})", input.name);
         }

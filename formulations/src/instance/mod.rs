@@ -173,7 +173,8 @@ pub struct Cluster {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gpus_per_node: Option<u32>,
     /// The GPU model the profile was measured on, as the profiler names it (e.g. `GH-96`).
-    /// Informational; a plan file that names its GPUs is compared with it.
+    /// Informational; a plan file that names its GPUs is compared with it, and a calibration
+    /// fitted to runs on other models is warned of.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gpu: Option<String>,
     /// Memory of each GPU (bytes).

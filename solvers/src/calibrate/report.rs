@@ -106,7 +106,13 @@ pub fn calibrate(gathered: &Gathered, options: &Options) -> Result<Calibrated, I
             .map(|r| format!("{}: {}", r.name, r.repair))
             .collect();
     }
-    let file = CalibrationFile::new(fit.constants, report);
+    let mut file = CalibrationFile::new(fit.constants, report);
+    file.gpus = ready
+        .iter()
+        .filter_map(|r| r.instance.cluster.gpu.clone())
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
     Ok(Calibrated {
         fit,
         summary,
