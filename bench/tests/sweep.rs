@@ -327,6 +327,17 @@ fn a_word_pipeplan_never_writes_is_named_with_its_run() {
             bytes,
             "reading changed the store"
         );
+        // A merge refuses it before writing anything.
+        let out = dir.path().join(format!("merged-{column}.sqlite"));
+        let e = merge(&[path.clone(), edited.clone()], &out)
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with(&edited.display().to_string()), "{e}");
+        assert!(
+            e.contains(&format!("column `{column}` holds \"done\"")),
+            "{e}"
+        );
+        assert!(!out.exists(), "a refused merge writes nothing");
     }
 }
 

@@ -34,8 +34,9 @@ pub fn merge(inputs: &[PathBuf], output: &Path) -> Result<MergeSummary, SweepErr
         .into_iter()
         .chain(inputs.iter().cloned());
     for p in candidates {
-        // Every input is checked (format, schema, integrity) before anything is written.
-        drop(Store::open_read(&p)?);
+        // Every input is checked (format, schema, integrity, each run's cells) before anything
+        // is written.
+        Store::open_read(&p)?.check_rows()?;
         let canonical = p.canonicalize().unwrap_or_else(|_| p.clone());
         if !seen.contains(&canonical) {
             seen.push(canonical);

@@ -273,6 +273,25 @@ impl Store {
         Ok(rows)
     }
 
+    /// Reads every stored run, keeping none: what [`Store::rows`] would refuse (a cell of another
+    /// type, a word pipeplan never writes) is refused here too. Returns the number of runs.
+    pub fn check_rows(&self) -> Result<usize, SweepError> {
+        let sql = format!(
+            "SELECT {} FROM runs",
+            COLUMNS.iter().map(|c| q(c)).collect::<Vec<_>>().join(", ")
+        );
+        let mut stmt = self.conn.prepare(&sql).map_err(|e| self.err(e))?;
+        let mut n = 0;
+        for row in stmt
+            .query_map([], RunRow::from_sql)
+            .map_err(|e| self.err(e))?
+        {
+            row.map_err(|e| self.err(super::row::read_error(&e)))?;
+            n += 1;
+        }
+        Ok(n)
+    }
+
     /// Number of stored runs.
     pub fn count(&self) -> Result<usize, SweepError> {
         self.conn
