@@ -71,6 +71,27 @@ fn keys(path: &Path) -> HashSet<RunKey> {
     Store::open_read(path).unwrap().keys().unwrap()
 }
 
+/// A copy of store `from` at `to` in which the run `victim` was edited by another program
+/// (`set`: the SQL assignments).
+fn edited_copy(from: &Path, to: &Path, victim: &RunRow, set: &str) {
+    std::fs::copy(from, to).unwrap();
+    let conn = rusqlite::Connection::open(to).unwrap();
+    conn.execute(
+        &format!(
+            "UPDATE runs SET {set} WHERE instance_hash = ?1 AND algorithm = ?2 AND settings = ?3 \
+             AND seed = ?4 AND \"repeat\" = ?5"
+        ),
+        rusqlite::params![
+            victim.instance_hash,
+            victim.algorithm,
+            victim.settings,
+            victim.seed,
+            victim.repeat
+        ],
+    )
+    .unwrap();
+}
+
 #[test]
 fn resume_makes_only_the_missing_runs() {
     let dir = tempfile::tempdir().unwrap();
@@ -172,23 +193,8 @@ fn merge_is_idempotent_and_refuses_conflicts() {
 
     // The same run with another objective in a copy of `a`.
     let c = dir.path().join("c.sqlite");
-    std::fs::copy(&a, &c).unwrap();
     let victim = rows(&a)[0].clone();
-    {
-        let conn = rusqlite::Connection::open(&c).unwrap();
-        conn.execute(
-            "UPDATE runs SET claimed_objective = 1e9 WHERE instance_hash = ?1 AND algorithm = ?2 \
-             AND settings = ?3 AND seed = ?4 AND \"repeat\" = ?5",
-            rusqlite::params![
-                victim.instance_hash,
-                victim.algorithm,
-                victim.settings,
-                victim.seed,
-                victim.repeat
-            ],
-        )
-        .unwrap();
-    }
+    edited_copy(&a, &c, &victim, "claimed_objective = 1e9");
     let out = dir.path().join("conflict.sqlite");
     let e = merge(&[a.clone(), c.clone()], &out)
         .unwrap_err()
@@ -291,23 +297,7 @@ fn a_word_pipeplan_never_writes_is_named_with_its_run() {
         ("stop", "time-limit, interrupted, node-cap"),
     ] {
         let edited = dir.path().join(format!("{column}.sqlite"));
-        std::fs::copy(&path, &edited).unwrap();
-        let conn = rusqlite::Connection::open(&edited).unwrap();
-        conn.execute(
-            &format!(
-                "UPDATE runs SET \"{column}\" = 'done' WHERE instance_hash = ?1 AND algorithm = \
-                 ?2 AND settings = ?3 AND seed = ?4 AND \"repeat\" = ?5"
-            ),
-            rusqlite::params![
-                victim.instance_hash,
-                victim.algorithm,
-                victim.settings,
-                victim.seed,
-                victim.repeat
-            ],
-        )
-        .unwrap();
-        drop(conn);
+        edited_copy(&path, &edited, &victim, &format!("\"{column}\" = 'done'"));
         let bytes = std::fs::read(&edited).unwrap();
         let e = Store::open_read(&edited)
             .unwrap()
