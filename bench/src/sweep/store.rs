@@ -259,6 +259,22 @@ impl Store {
 
     /// Every stored run, ordered by key.
     pub fn rows(&self) -> Result<Vec<RunRow>, SweepError> {
+        let mut rows = Vec::new();
+        self.for_each_row(|r| rows.push(r))?;
+        Ok(rows)
+    }
+
+    /// Reads every stored run, keeping none: what [`Store::rows`] would refuse (a cell of another
+    /// type, a word pipeplan never writes) is refused here too. Returns the number of runs.
+    pub fn check_rows(&self) -> Result<usize, SweepError> {
+        let mut n = 0;
+        self.for_each_row(|_| n += 1)?;
+        Ok(n)
+    }
+
+    /// Hands every stored run to `f` as it is read, in key order; the first unreadable run is
+    /// the error.
+    fn for_each_row(&self, mut f: impl FnMut(RunRow)) -> Result<(), SweepError> {
         let sql = format!(
             "SELECT {} FROM runs ORDER BY {}",
             COLUMNS.iter().map(|c| q(c)).collect::<Vec<_>>().join(", "),
@@ -267,29 +283,11 @@ impl Store {
         let mut stmt = self.conn.prepare(&sql).map_err(|e| self.err(e))?;
         let rows = stmt
             .query_map([], RunRow::from_sql)
-            .map_err(|e| self.err(e))?
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| self.err(super::row::read_error(&e)))?;
-        Ok(rows)
-    }
-
-    /// Reads every stored run, keeping none: what [`Store::rows`] would refuse (a cell of another
-    /// type, a word pipeplan never writes) is refused here too. Returns the number of runs.
-    pub fn check_rows(&self) -> Result<usize, SweepError> {
-        let sql = format!(
-            "SELECT {} FROM runs",
-            COLUMNS.iter().map(|c| q(c)).collect::<Vec<_>>().join(", ")
-        );
-        let mut stmt = self.conn.prepare(&sql).map_err(|e| self.err(e))?;
-        let mut n = 0;
-        for row in stmt
-            .query_map([], RunRow::from_sql)
-            .map_err(|e| self.err(e))?
-        {
-            row.map_err(|e| self.err(super::row::read_error(&e)))?;
-            n += 1;
+            .map_err(|e| self.err(e))?;
+        for row in rows {
+            f(row.map_err(|e| self.err(super::row::read_error(&e)))?);
         }
-        Ok(n)
+        Ok(())
     }
 
     /// Number of stored runs.
