@@ -26,7 +26,8 @@ def accuracy(
     --csv``: ``status`` is ``judged`` (with predicted and measured iteration time, peak memory
     and gradient reduction, and the signed relative errors), ``unsupported`` or ``invalid``
     (with the ``reason``). Without pandas, a list of dicts with the same keys. ``calibration``
-    is a file of ``pipeplan calibrate``; ``sailor_root``, ``model`` and ``repair_layers`` are the
+    is a file of ``pipeplan calibrate`` (a :class:`UserWarning` for each run on a GPU model it
+    was not fitted to); ``sailor_root``, ``model`` and ``repair_layers`` are the
     CLI's ``--sailor-root``, ``--model`` and ``--repair-layers``. Raises :class:`InstanceError`
     when a folder holds no run or cannot be read, or for a bad calibration file.
     """

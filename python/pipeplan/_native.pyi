@@ -20,7 +20,9 @@ class Instance:
     def from_dict(d: Mapping[str, Any]) -> Instance:
         """Builds and validates an instance from a dict of the JSON format."""
     def calibrated(self, path: Union[str, "os.PathLike[str]"]) -> Instance:
-        """The same instance under the constants of a calibration file (`pipeplan calibrate`)."""
+        """The same instance under the constants of a calibration file (`pipeplan calibrate`); a
+        :class:`UserWarning` when the file was fitted to runs on other GPU models than the one
+        this instance was profiled on (``cluster.gpu``)."""
     def to_json(self) -> str:
         """The instance as JSON text (the file format)."""
     def to_dict(self) -> Dict[str, Any]:

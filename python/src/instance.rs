@@ -72,6 +72,8 @@ impl PyInstance {
 
     /// The same instance under the constants of a calibration file (written by `pipeplan
     /// calibrate`, `docs/calibration.md`): algorithms plan, and the evaluator judges, with them.
+    /// A `UserWarning` when the file was fitted to runs on other GPU models than the one this
+    /// instance was profiled on (`cluster.gpu`).
     fn calibrated(&self, py: Python<'_>, path: PathBuf) -> PyResult<PyInstance> {
         let file = calibration_file(py, &path)?;
         warn_if_foreign(py, &path, &file, &self.inner)?;
