@@ -201,7 +201,7 @@ fn budget_no_strategy_fits_is_explained() {
         m.contains("512 MB budget") && m.contains("MB of layers"),
         "{m}"
     );
-    // The least first-stage memory of any searched strategy exceeds the budget it names.
+    // The least busiest-stage memory of any searched strategy exceeds the budget it names.
     let least: f64 = m
         .split("divided evenly, is ")
         .nth(1)

@@ -26,8 +26,7 @@ pub fn why_infeasible(engine: &Engine) -> String {
     if let Some(why) = rule {
         return why;
     }
-    let budget = engine.lt.settings.memory_constraint * 1024.0;
-    let usable = engine.max_mem;
+    let (budget, usable) = (engine.budget_mb(), engine.max_mem);
     let head = format!(
         "no strategy assignment fits the {budget:.0} MB budget ({usable:.0} MB usable after the \
          cache reserve)"
@@ -183,12 +182,12 @@ fn tp_above_the_searched_range(engine: &Engine, tasks: &[Searched]) -> Option<St
 /// `GPUs / (pp x min_tp)` groups (`min_tp` being the vocabulary layers' smallest tp) with a
 /// sample per micro-batch, so too small or too odd a batch leaves no strategy at all.
 fn no_strategy_fills_the_cluster(engine: &Engine, tasks: &[Searched]) -> Option<String> {
-    let lt = engine.lt;
-    let s = &lt.settings;
-    let layers: usize = lt.types.iter().map(|t| t.layers).sum();
     if tasks.iter().any(|x| !x.space.is_empty()) {
         return None;
     }
+    let lt = engine.lt;
+    let s = &lt.settings;
+    let layers: usize = lt.types.iter().map(|t| t.layers).sum();
     let t = &tasks.iter().min_by_key(|x| x.t.chunk)?.t;
     let gpus = s.gpu_num() as u64;
     let max_pp = engine

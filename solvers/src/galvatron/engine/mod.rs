@@ -150,6 +150,12 @@ impl<'a> Engine<'a> {
         }
     }
 
+    /// The memory budget the engine starts from (MB, whole): the cache reserve and the usable
+    /// budget ([`Engine::max_mem`]) together.
+    pub(crate) fn budget_mb(&self) -> f64 {
+        self.max_mem + self.mem_cache
+    }
+
     /// Every task in the engine's order.
     pub fn tasks(&self) -> Vec<Task> {
         let s = &self.lt.settings;
