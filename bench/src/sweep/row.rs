@@ -387,29 +387,35 @@ impl RunRow {
 
     /// The first of `result`, `status` and `stop` that holds a word pipeplan never writes there.
     fn unknown_word(&self) -> Option<UnknownWord> {
-        let check = |column, value: Option<&str>, words: Vec<&'static str>| {
-            value.filter(|v| !words.contains(v)).map(|v| UnknownWord {
-                run: self.describe(),
-                column,
-                value: v.to_string(),
-                words,
-            })
-        };
-        check("result", Some(&self.result), RESULTS.to_vec())
+        self.unknown("result", Some(&self.result), RESULTS.iter().copied())
             .or_else(|| {
-                check(
-                    "status",
-                    self.status.as_deref(),
-                    Status::ALL.map(Status::name).to_vec(),
-                )
+                let words = Status::ALL.iter().map(|s| s.name());
+                self.unknown("status", self.status.as_deref(), words)
             })
             .or_else(|| {
-                check(
-                    "stop",
-                    self.stop.as_deref(),
-                    Stop::ALL.map(Stop::name).to_vec(),
-                )
+                let words = Stop::ALL.iter().map(|s| s.name());
+                self.unknown("stop", self.stop.as_deref(), words)
             })
+    }
+
+    /// `value` of `column` when it is none of `words` (nothing is allocated for a known word:
+    /// every row read passes here).
+    fn unknown(
+        &self,
+        column: &'static str,
+        value: Option<&str>,
+        words: impl Iterator<Item = &'static str> + Clone,
+    ) -> Option<UnknownWord> {
+        let value = value?;
+        if words.clone().any(|w| w == value) {
+            return None;
+        }
+        Some(UnknownWord {
+            run: self.describe(),
+            column,
+            value: value.to_string(),
+            words: words.collect(),
+        })
     }
 }
 
