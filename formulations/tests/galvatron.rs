@@ -8,7 +8,7 @@ use pipeplan_formulations::galvatron::cost::{
 use pipeplan_formulations::galvatron::derive::{derive, layer_types};
 use pipeplan_formulations::galvatron::fit::FitMethod;
 use pipeplan_formulations::galvatron::import::{import, import_file};
-use pipeplan_formulations::galvatron::{strategy, LayerTypes, PipelineType, Strategy};
+use pipeplan_formulations::galvatron::{strategy, LayerTypes, PipelineType, Settings, Strategy};
 use pipeplan_formulations::Instance;
 use std::path::{Path, PathBuf};
 
@@ -85,7 +85,7 @@ fn ulysses_twins_follow_their_tp_strategies() {
     assert!(both.iter().any(|x| x.sp) && both.iter().all(|x| !x.sp || x.tp > 1));
     assert_eq!(
         both.iter().find(|x| x.sp && x.cpt).unwrap().to_string(),
-        "1-2-2-c-sp"
+        "1-2-2*-c-sp"
     );
     // The engine refuses `sp` alone; anything else is not an sp_space.
     for bad in ["sp", "ulysses"] {
@@ -200,7 +200,31 @@ fn strategy_tree_and_engine_options() {
     assert!(strategy::generate(&s).iter().all(|x| x.pp == 1));
     let mut s = lt.settings.clone();
     s.disable_dp = true;
+    s.check("config").unwrap();
     assert!(strategy::generate(&s).iter().all(|x| x.fsdp != Some(false)));
+    // The engine asserts against disable_dp with sdp off where its filters apply (dp+tp and
+    // dp+pp turn sdp off), and takes both flags in a one-strategy preset, which skips them.
+    for (space, disable_sdp, refused) in [
+        ("full", true, Some("disable_sdp")),
+        ("dp+tp", false, Some("search_space dp+tp")),
+        ("dp+pp", false, Some("search_space dp+pp")),
+        ("3d", true, None),
+        ("sdp", true, None),
+    ] {
+        let t = Settings {
+            search_space: space.into(),
+            disable_sdp,
+            ..s.clone()
+        };
+        match (t.check("config"), refused) {
+            (Err(e), Some(why)) => {
+                let e = e.to_string();
+                assert!(e.contains("config.disable_dp") && e.contains(why), "{e}");
+            }
+            (Ok(()), None) => assert_eq!(strategy::generate(&t).len(), 1),
+            (got, _) => panic!("{space}, disable_sdp {disable_sdp}: {got:?}"),
+        }
+    }
     s.search_space = "dp".into();
     assert_eq!(
         strategy::generate(&s),

@@ -3,8 +3,10 @@
 //! "Golden replays"): each file is imported from its own `config` (paths
 //! relative to `$PIPEPLAN_PEERS/galvatron/v2.x_14f5972`) and solved with `galvatron-base`, and
 //! every figure the engine recorded is compared with ours:
-//! - the plan: `pp_deg`, `pp_division`, `chunks`, `vtp`, `embed_sdp`, and per layer `tp`, `dp`,
-//!   `sdp`, `ckpt` of `result.layers`;
+//! - the strategies the engine built (`strategies.names`, in its order);
+//! - the plan: `pp_deg`, `pp_division`, `chunks`, `vtp`, `embed_sdp`, per layer `tp`, `dp`,
+//!   `sdp`, `ckpt` of `result.layers`, and the engine's names of the layers' strategies
+//!   (`layers_rle`, which also tell consecutive tp groups from strided ones);
 //! - the throughput, to a relative 1e-6;
 //! - per layer type and strategy of `layer_costs` (the recorded tuples' pipeline degrees): model
 //!   states, activation and total memory, and seconds per layer, to a relative 1e-9;
@@ -23,6 +25,7 @@
 
 use pipeplan_formulations::galvatron::cost::{layer_memory, layer_time, MemoryCall};
 use pipeplan_formulations::galvatron::import::{import, not_emulated};
+use pipeplan_formulations::galvatron::strategy::generate;
 use pipeplan_formulations::galvatron::{LayerTypes, Strategy};
 use pipeplan_solvers::algorithm::SolveError;
 use pipeplan_solvers::deadline::Deadline;
@@ -85,6 +88,20 @@ fn replay(file: &Path, data: &Path) -> Replay {
         },
     );
     let mut r = Replay::default();
+    // The strategies the engine built, by name and in its order.
+    let want: Vec<&str> = doc["strategies"]["names"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n.as_str().unwrap())
+        .collect();
+    let got: Vec<String> = generate(&lt.settings)
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    r.check(got == want, || {
+        format!("{name}: strategies: ours {got:?}, engine {want:?}")
+    });
     if engine_found_none(&doc) {
         r.check(matches!(solved, Err(SolveError::Infeasible(_))), || {
             format!("{name}: the engine found no valid configuration; ours: {solved:?}")
@@ -128,6 +145,20 @@ fn replay(file: &Path, data: &Path) -> Replay {
             format!("{name}: vsp: engine `{text}`, ours `{note}`")
         });
     }
+
+    // Per layer, in the engine's names (`layers_rle`), which also tell consecutive tp groups
+    // from strided ones.
+    let want_rle: Vec<String> = result["layers_rle"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|run| format!("{} x{}", run[0].as_str().unwrap(), run[1]))
+        .collect();
+    let want_rle = format!("strategies: {}", want_rle.join(", "));
+    let got_rle = sol.notes.iter().find(|n| n.starts_with("strategies: "));
+    r.check(got_rle == Some(&want_rle), || {
+        format!("{name}: layers_rle: engine `{want_rle}`, ours `{got_rle:?}`")
+    });
 
     // Per layer: tp, dp, sdp, checkpointing, Ulysses.
     let mut ours = vec![None; inst.num_layers()];

@@ -69,7 +69,9 @@ pub struct Settings {
     /// Megatron's global memory buffer, reserved under sequence parallelism (the engine's
     /// default; `--no_global_memory_buffer` turns it off).
     pub global_memory_buffer: bool,
-    /// The engine's `hidden_size` argument (0: the largest layer type's), sizing that buffer.
+    /// The engine's `hidden_size` argument (0: not given), which sizes that buffer, the
+    /// vocabulary layers' tp messages and every transition, whatever the layer type's own
+    /// hidden size ([`Settings::hidden_size_or`]).
     pub hidden_size: f64,
     /// Multiplier on every layer time.
     pub costmodel_coe: f64,
@@ -151,6 +153,14 @@ impl Settings {
     /// Whether communication volumes are halved (anything but fp32).
     pub fn mixed(&self) -> bool {
         self.mixed_precision != "fp32"
+    }
+    /// The engine's `hidden_size` argument, or `own` (what an instance without it sizes with).
+    pub fn hidden_size_or(&self, own: f64) -> f64 {
+        if self.hidden_size > 0.0 {
+            self.hidden_size
+        } else {
+            own
+        }
     }
     /// Bytes of an activation element: 2 in mixed precision, else 4.
     pub fn element_bytes(&self) -> f64 {
@@ -242,10 +252,22 @@ impl Settings {
             }
             _ => return bad("sp_space", "expected tp or tp+sp"),
         }
-        if self.disable_dp && self.disable_sdp {
+        // The engine asserts `not (disable_sdp and disable_dp)` where its disable_* filters apply,
+        // after `dp+tp` and `dp+pp` have turned sdp off; the one-strategy presets return first.
+        let filtered = ["full", "dp+tp", "dp+pp"].contains(&self.search_space.as_str());
+        let sdp_off = self.disable_sdp || self.search_space != "full";
+        if filtered && self.disable_dp && sdp_off {
+            let why = if self.disable_sdp {
+                "disable_sdp".to_string()
+            } else {
+                format!("search_space {}, which disables sdp", self.search_space)
+            };
             return bad(
-                "disable_sdp",
-                "disable_dp and disable_sdp together leave no strategy",
+                "disable_dp",
+                &format!(
+                    "disable_dp with {why} leaves no data-parallel strategy, which the engine \
+                     refuses (it asserts not both)"
+                ),
             );
         }
         if self.settle_bsz <= 0 && (self.bsz_scale == 0 || self.max_bsz == 0) {

@@ -54,15 +54,15 @@ impl Strategy {
     }
 }
 
+/// The engine's name of a strategy (`form_strategy`): `pp-tp-dp`, `f` after dp for fsdp, `*` after
+/// tp for a consecutive tp group and after dp for a strided one, then `-c` for checkpointing and
+/// `-sp` for Ulysses: `1-2*-4`, `1-2-4f*-c`, `2-4-1-sp`.
 impl fmt::Display for Strategy {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}-{}-{}", self.pp, self.tp, self.dp)?;
-        if let Some(c) = self.consec {
-            f.write_str(if c { "*" } else { "" })?;
-        }
-        if self.sdp() {
-            f.write_str("f")?;
-        }
+        let star = |consec: bool| if self.consec == Some(consec) { "*" } else { "" };
+        let fsdp = if self.sdp() { "f" } else { "" };
+        let (pp, tp, dp) = (self.pp, self.tp, self.dp);
+        write!(f, "{pp}-{tp}{}-{dp}{fsdp}{}", star(true), star(false))?;
         if self.cpt {
             f.write_str("-c")?;
         }
@@ -247,4 +247,42 @@ fn with_sp(s: &Settings, strategies: Vec<Strategy>) -> Vec<Strategy> {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Strategy;
+
+    fn strategy(tp: u32, dp: u32, consec: Option<bool>, fsdp: Option<bool>) -> Strategy {
+        Strategy {
+            pp: 2,
+            tp,
+            dp,
+            consec,
+            fsdp,
+            cpt: false,
+            sp: false,
+        }
+    }
+
+    #[test]
+    fn names_are_the_engines() {
+        let cases = [
+            (strategy(1, 4, None, Some(false)), "2-1-4"),
+            (strategy(2, 2, Some(true), Some(false)), "2-2*-2"),
+            (strategy(2, 2, Some(false), Some(false)), "2-2-2*"),
+            (strategy(2, 2, Some(false), Some(true)), "2-2-2f*"),
+            (strategy(2, 2, Some(true), Some(true)), "2-2*-2f"),
+            (strategy(4, 1, None, None), "2-4-1"),
+        ];
+        for (s, name) in cases {
+            assert_eq!(s.to_string(), name);
+        }
+        let marked = Strategy {
+            cpt: true,
+            sp: true,
+            ..strategy(2, 2, Some(false), Some(true))
+        };
+        assert_eq!(marked.to_string(), "2-2-2f*-c-sp");
+    }
 }

@@ -254,11 +254,7 @@ pub fn sequence_buffer(lt: &LayerTypes, mbsz: u64, min_tp: u32, max_tp: u32) -> 
     if !s.sequence_parallel {
         return 0.0;
     }
-    let hidden = if s.hidden_size > 0.0 {
-        s.hidden_size
-    } else {
-        lt.types.iter().map(|t| t.hidden_size).fold(0.0, f64::max)
-    };
+    let hidden = s.hidden_size_or(lt.types.iter().map(|t| t.hidden_size).fold(0.0, f64::max));
     let seq = lt.types.iter().map(|t| t.seq_len).fold(0.0, f64::max);
     let mut mb = mbsz as f64 / min_tp as f64 * max_tp as f64 * hidden * seq * 4.0 / MB;
     if !s.mixed_precision.is_empty() {

@@ -101,11 +101,7 @@ fn missing_coe(key: String) -> String {
 /// all-reduce.
 fn tp_times(lt: &LayerTypes, mbsz: u64, k: u32, dp: u32, vsp: bool) -> Result<Vec<f64>, String> {
     let (set, h) = (&lt.settings, &lt.hardware);
-    let hs = if set.hidden_size > 0.0 {
-        set.hidden_size
-    } else {
-        lt.types[0].hidden_size
-    };
+    let hs = set.hidden_size_or(lt.types[0].hidden_size);
     let bytes = set.element_bytes();
     if vsp {
         return Ok(vec![0.0; lt.types.len()]);

@@ -27,13 +27,9 @@ pub fn transition(
         case3 = q.transition_case3 && world == 8 && a.tp == 4 && b.tp == 2 && ca != cb;
     }
     let case4 = lt.settings.sequence_parallel && a.tp != b.tp;
-    let sample = t.seq_len
-        * t.hidden_size
-        * if lt.settings.mixed_precision == "fp32" {
-            4.0
-        } else {
-            2.0
-        };
+    // The engine sizes the activation with its `hidden_size` argument for every layer type.
+    let sample =
+        t.seq_len * lt.settings.hidden_size_or(t.hidden_size) * lt.settings.element_bytes();
     let max_tp = a.tp.max(b.tp);
     let mut cost = 0.0;
     if case1 || case2 || case3 || case4 {
