@@ -260,13 +260,13 @@ impl Settings {
             let why = if self.disable_sdp {
                 "disable_sdp".to_string()
             } else {
-                format!("search_space {}, which disables sdp", self.search_space)
+                format!("search_space {} (which turns sdp off)", self.search_space)
             };
             return bad(
                 "disable_dp",
                 &format!(
-                    "disable_dp with {why} leaves no data-parallel strategy, which the engine \
-                     refuses (it asserts not both)"
+                    "disable_dp with {why} leaves no data-parallel strategy: the engine asserts \
+                     against the pair"
                 ),
             );
         }
