@@ -16,7 +16,9 @@
 //! same count (its states are the optimizer's, `docs/pipedream.md`, "States").
 //!
 //! The project's own runs of the optimizer (`references/pipedream/`, flags and profiles the
-//! recordings do not use) are replayed the same way. A run of more than two levels (`-n 2 2 2`),
+//! recordings do not use) are replayed the same way, and so are the runs of the folder
+//! `$PIPEPLAN_PIPEDREAM_RUNS` when it is set (a `README.md` table and `<name>.txt` outputs, as
+//! `scripts/pipedream-random-runs` writes them). A run of more than two levels (`-n 2 2 2`),
 //! which pipeplan's cluster cannot hold, is imported as one level of all its GPUs and solved
 //! through the library with the run's levels (`PdConfig`).
 
@@ -142,11 +144,26 @@ fn recorded_optimizer_runs_reproduce() {
         !own_runs.is_empty(),
         "no optimizer command in references/pipedream"
     );
+    // Further runs to replay, in the same layout (`scripts/pipedream-random-runs` writes them).
+    let extra = std::env::var_os("PIPEPLAN_PIPEDREAM_RUNS").map(std::path::PathBuf::from);
+    let extra_runs = match &extra {
+        Some(d) => {
+            let md = std::fs::read_to_string(d.join("README.md"))
+                .unwrap_or_else(|e| panic!("{}: {e}", d.join("README.md").display()));
+            read_runs(&md).unwrap_or_else(|m| panic!("{}: {m}", d.display()))
+        }
+        None => Vec::new(),
+    };
     let recorded = dir.join("optimizer_runs");
     let all = runs
         .iter()
         .map(|r| (r, &recorded))
-        .chain(own_runs.iter().map(|r| (r, &own)));
+        .chain(own_runs.iter().map(|r| (r, &own)))
+        .chain(
+            extra_runs
+                .iter()
+                .zip(std::iter::repeat(extra.as_ref().unwrap_or(&own))),
+        );
     let summary =
         std::fs::read_to_string(dir.join("optimizer_runs/repeats_summary.txt")).unwrap_or_default();
     let unique = unique_plans(&summary);
