@@ -170,6 +170,17 @@ impl Settings {
             4.0
         }
     }
+    /// Whether the `disable_*` filters apply: `full`, `dp+tp` and `dp+pp`. The one-strategy
+    /// presets (`3d`, `dp`, `sdp`, `tp`, `pp`) skip them, as the engine's
+    /// `generate_strategies` returns before them.
+    pub fn filtered_space(&self) -> bool {
+        matches!(self.search_space.as_str(), "full" | "dp+tp" | "dp+pp")
+    }
+    /// Whether sharded data parallelism is off: `disable_sdp`, or a search space that turns it
+    /// off (`dp+tp` and `dp+pp`, as the engine sets `disable_sdp` for them).
+    pub fn sdp_off(&self) -> bool {
+        self.disable_sdp || matches!(self.search_space.as_str(), "dp+tp" | "dp+pp")
+    }
     /// Whether Ulysses strategies are searched (`sp_space tp+sp`).
     pub fn ulysses(&self) -> bool {
         self.sp_space == "tp+sp"
@@ -252,11 +263,8 @@ impl Settings {
             }
             _ => return bad("sp_space", "expected tp or tp+sp"),
         }
-        // The engine asserts `not (disable_sdp and disable_dp)` where its disable_* filters apply,
-        // after `dp+tp` and `dp+pp` have turned sdp off; the one-strategy presets return first.
-        let filtered = ["full", "dp+tp", "dp+pp"].contains(&self.search_space.as_str());
-        let sdp_off = self.disable_sdp || self.search_space != "full";
-        if filtered && self.disable_dp && sdp_off {
+        // The engine asserts `not (disable_sdp and disable_dp)` where its disable_* filters apply.
+        if self.filtered_space() && self.disable_dp && self.sdp_off() {
             let why = if self.disable_sdp {
                 "disable_sdp".to_string()
             } else {

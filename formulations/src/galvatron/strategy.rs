@@ -122,39 +122,23 @@ fn push_degrees(out: &mut Vec<Strategy>, pp: u32, tp: u32, gpus: u32, sdp: bool)
 pub fn generate(s: &Settings) -> Vec<Strategy> {
     let gpus = s.gpu_num();
     let degrees: Vec<u32> = (0..=gpus.trailing_zeros()).map(|k| 1 << k).collect();
+    if !s.filtered_space() {
+        return with_sp(s, vec![preset_strategy(s, &s.search_space)]);
+    }
+    let space = s.search_space.as_str();
+    let pps: &[u32] = if space == "dp+tp" { &[1] } else { &degrees };
+    let tps: &[u32] = if space == "dp+pp" { &[1] } else { &degrees };
     let mut out = Vec::new();
-    let (mut disable_sdp, mut disable_pp, mut disable_tp) =
-        (s.disable_sdp, s.disable_pp, s.disable_tp);
-    match s.search_space.as_str() {
-        "full" | "dp+tp" | "dp+pp" => {
-            let pps: &[u32] = if s.search_space == "dp+tp" {
-                &[1]
-            } else {
-                &degrees
-            };
-            for &pp in pps {
-                let tps: &[u32] = if s.search_space == "dp+pp" {
-                    &[1]
-                } else {
-                    &degrees
-                };
-                for &tp in tps {
-                    if pp * tp <= gpus {
-                        push_degrees(&mut out, pp, tp, gpus, s.search_space == "full");
-                    }
-                }
-            }
-            if s.search_space == "dp+tp" {
-                disable_sdp = true;
-                disable_pp = true;
-            } else if s.search_space == "dp+pp" {
-                disable_sdp = true;
-                disable_tp = true;
+    for &pp in pps {
+        for &tp in tps {
+            if pp * tp <= gpus {
+                push_degrees(&mut out, pp, tp, gpus, space == "full");
             }
         }
-        // The presets skip the disable_* filters (as the engine does).
-        preset => return with_sp(s, vec![preset_strategy(s, preset)]),
     }
+    let disable_sdp = s.sdp_off();
+    let disable_pp = s.disable_pp || space == "dp+tp";
+    let disable_tp = s.disable_tp || space == "dp+pp";
     let mut kept: Vec<Strategy> = out
         .into_iter()
         .filter(|st| {
