@@ -107,6 +107,20 @@ fn command_line(run: &OptimizerRun, e: &Equivalent, instance: &Path) -> Found {
     (ms, stages, searched)
 }
 
+/// The optimizer runs of `folder`'s `README.md` table, whose outputs are `<name>.txt` beside it;
+/// at least one.
+fn runs_beside_their_table(folder: &Path) -> Vec<OptimizerRun> {
+    let table = folder.join("README.md");
+    let md = std::fs::read_to_string(&table).unwrap_or_else(|e| panic!("{}: {e}", table.display()));
+    let runs = read_runs(&md).unwrap_or_else(|m| panic!("{}: {m}", folder.display()));
+    assert!(
+        !runs.is_empty(),
+        "no optimizer command in {}",
+        table.display()
+    );
+    runs
+}
+
 /// Runs `pipeplan` with `args`, which must succeed; its standard output.
 fn succeeds(run: &OptimizerRun, args: &[String]) -> Vec<u8> {
     let o = pipeplan(args);
@@ -135,34 +149,24 @@ fn recorded_optimizer_runs_reproduce() {
         !runs.is_empty(),
         "no optimizer command in OPTIMIZER_RUNS.md"
     );
-    // The project's own runs of the optimizer, on the same profiles, with their outputs beside
-    // their table.
+    // The project's own runs of the optimizer, on the same profiles, and those of
+    // `$PIPEPLAN_PIPEDREAM_RUNS` (`scripts/pipedream-random-runs`): outputs beside their table.
     let own = Path::new(env!("CARGO_MANIFEST_DIR")).join("references/pipedream");
-    let own_md = std::fs::read_to_string(own.join("README.md")).unwrap();
-    let own_runs = read_runs(&own_md).unwrap_or_else(|m| panic!("references/pipedream: {m}"));
-    assert!(
-        !own_runs.is_empty(),
-        "no optimizer command in references/pipedream"
-    );
-    // Further runs to replay, in the same layout (`scripts/pipedream-random-runs` writes them).
-    let extra = std::env::var_os("PIPEPLAN_PIPEDREAM_RUNS").map(std::path::PathBuf::from);
-    let extra_runs = match &extra {
-        Some(d) => {
-            let md = std::fs::read_to_string(d.join("README.md"))
-                .unwrap_or_else(|e| panic!("{}: {e}", d.join("README.md").display()));
-            read_runs(&md).unwrap_or_else(|m| panic!("{}: {m}", d.display()))
-        }
-        None => Vec::new(),
-    };
+    let own_runs = runs_beside_their_table(&own);
+    let extra = std::env::var_os("PIPEPLAN_PIPEDREAM_RUNS").map(|d| {
+        let d = std::path::PathBuf::from(d);
+        let runs = runs_beside_their_table(&d);
+        (d, runs)
+    });
     let recorded = dir.join("optimizer_runs");
     let all = runs
         .iter()
-        .map(|r| (r, &recorded))
-        .chain(own_runs.iter().map(|r| (r, &own)))
+        .map(|r| (r, recorded.as_path()))
+        .chain(own_runs.iter().map(|r| (r, own.as_path())))
         .chain(
-            extra_runs
+            extra
                 .iter()
-                .zip(std::iter::repeat(extra.as_ref().unwrap_or(&own))),
+                .flat_map(|(d, runs)| runs.iter().map(move |r| (r, d.as_path()))),
         );
     let summary =
         std::fs::read_to_string(dir.join("optimizer_runs/repeats_summary.txt")).unwrap_or_default();
