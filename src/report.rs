@@ -103,7 +103,7 @@ pub fn plan_table(inst: &Instance, plan: &Plan, eval: Option<&Evaluation>) -> St
             "GPUs",
             "dp",
             "tp",
-            "sdp",
+            "zero",
             "ckpt",
             "time/mb (evaluated)",
             "in flight",
@@ -148,7 +148,11 @@ pub fn plan_table(inst: &Instance, plan: &Plan, eval: Option<&Evaluation>) -> St
             } else {
                 s.tp.to_string()
             },
-            if s.sdp { "yes" } else { "" }.into(),
+            // The ZeRO stage; 3 is sdp.
+            match s.zero_stage() {
+                0 => String::new(),
+                z => z.to_string(),
+            },
             if s.checkpoint.is_empty() {
                 String::new()
             } else {

@@ -45,6 +45,12 @@ pub struct Stage {
     /// Sharded data parallelism (ZeRO-3): model states divided by `dp`.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub sdp: bool,
+    /// ZeRO stage of a replicated stage (`sdp` off): 0 keeps every model state on every
+    /// replica; 1 divides the optimizer states among the replicas (ZeRO-1, Megatron-LM's
+    /// distributed optimizer); 2 the gradients too (ZeRO-2, Galvatron's `zero2`). Dividing the
+    /// weights as well is `sdp` (ZeRO-3).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub zero: u8,
     /// Ulysses sequence parallelism in each tp group (needs `tp` > 1): the group splits every
     /// sample's sequence instead of the layers' weights, so each GPU holds whole layers and
     /// exchanges activations all-to-all; gradients are shared by all `dp x tp` GPUs.
@@ -70,6 +76,9 @@ fn one() -> u32 {
 fn is_one(v: &u32) -> bool {
     *v == 1
 }
+fn is_zero(v: &u8) -> bool {
+    *v == 0
+}
 
 impl Stage {
     /// Whether `other` runs on exactly the same device group (no communication between them).
@@ -90,6 +99,7 @@ impl Stage {
             dp: 1,
             tp: 1,
             sdp: false,
+            zero: 0,
             ulysses: false,
             checkpoint: Vec::new(),
             swap: Vec::new(),
@@ -115,6 +125,31 @@ impl Stage {
     /// Degree dividing per-replica work: `dp * tp`.
     pub fn width(&self) -> f64 {
         f64::from(self.dp) * f64::from(self.tp)
+    }
+
+    /// GPUs that hold the same weights and share their gradients: the replicas (`dp`), or under
+    /// Ulysses every GPU of the stage (`dp x tp`). ZeRO divides model states among them.
+    pub fn sharers(&self) -> u32 {
+        if self.ulysses {
+            self.dp * self.tp
+        } else {
+            self.dp
+        }
+    }
+
+    /// The ZeRO stage: 3 under `sdp`, else `zero`.
+    pub fn zero_stage(&self) -> u8 {
+        if self.sdp {
+            3
+        } else {
+            self.zero
+        }
+    }
+
+    /// Sets the ZeRO stage (0 to 3): `sdp` for 3, `zero` below.
+    pub fn set_zero_stage(&mut self, stage: u8) {
+        self.sdp = stage >= 3;
+        self.zero = if self.sdp { 0 } else { stage };
     }
 }
 
@@ -400,6 +435,25 @@ fn check_stage(inst: &Instance, i: usize, s: &Stage, next: usize) -> Result<usiz
         return Err(InputError::field(
             f("ulysses"),
             "Ulysses sequence parallelism needs a tp group (tp of at least 2)",
+        ));
+    }
+    if s.zero > 2 {
+        return Err(InputError::field(
+            f("zero"),
+            format!(
+                "{}: expected 0, 1 or 2 (ZeRO-3, which divides the weights too, is `sdp: true`)",
+                s.zero
+            ),
+        ));
+    }
+    if s.sdp && s.zero != 0 {
+        return Err(InputError::field(
+            f("zero"),
+            format!(
+                "{} with `sdp: true`: sdp already divides every model state (ZeRO-3); give one \
+                 of the two",
+                s.zero
+            ),
         ));
     }
     // In u64: a hand-edited degree near u32::MAX must be refused here, not overflow.

@@ -130,7 +130,8 @@ class Solution:
                 ",".join(str(g) for g in s.get("gpus", [])),
                 s.get("dp", 1),
                 s.get("tp", 1),
-                "yes" if s.get("sdp") else "",
+                # The ZeRO stage; 3 is sdp.
+                3 if s.get("sdp") else (s.get("zero") or ""),
                 "-" if t is None else f"{t:.3f}",
             ]
             rows.append("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in cells) + "</tr>")
@@ -138,7 +139,7 @@ class Solution:
         layers = "positions in plan order" if self.plan.get("order") else "layers"
         head = "".join(
             f"<th>{h}</th>"
-            for h in ["stage", layers, "GPUs", "dp", "tp", "sdp", "time/mb ms (evaluated)"]
+            for h in ["stage", layers, "GPUs", "dp", "tp", "zero", "time/mb ms (evaluated)"]
         )
         r = self._record
         metrics = [

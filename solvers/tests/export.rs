@@ -6,7 +6,7 @@
 //!   layout string), torchtitan's TOML (parsed, degrees, split points), DeepSpeed's JSON (batch
 //!   identity, ZeRO stage, `parts`);
 //! - hand-built plans for each mapping (uneven first / last stages, the layout string, block
-//!   recomputation, selective checkpointing, strided tp groups, ZeRO-3 without pipelining).
+//!   recomputation, selective checkpointing, strided tp groups, ZeRO stages per runtime).
 
 use pipeplan_formulations::evaluate::evaluate;
 use pipeplan_formulations::export::deepspeed::partition_uniform;
@@ -76,8 +76,8 @@ fn read_back(format: Format, inst: &Instance, rp: &RuntimePlan, text: &str) {
     }
 }
 
-/// GPUs (in order), dp, tp, sharded, checkpointed, swapped, recomputed.
-type LayerUse = (Vec<u32>, u32, u32, bool, bool, bool, bool);
+/// GPUs (in order), dp, tp, ZeRO stage, checkpointed, swapped, recomputed.
+type LayerUse = (Vec<u32>, u32, u32, u8, bool, bool, bool);
 
 /// What a plan does with each layer: its GPUs (in order), degrees, sharding and memory
 /// actions. Neighbouring stages doing the same on the same GPUs are one run in a runtime's file.
@@ -90,7 +90,7 @@ fn per_layer(plan: &Plan) -> Vec<LayerUse> {
                     s.gpus.clone(),
                     s.dp,
                     s.tp,
-                    s.sdp,
+                    s.zero_stage(),
                     s.checkpoint.contains(&l),
                     s.swap.contains(&l),
                     s.recompute.contains(&l),
@@ -161,6 +161,7 @@ fn megatron_grammar(inst: &Instance, plan: &Plan, text: &str) {
                 "--recompute-granularity",
                 "--recompute-method",
                 "--recompute-num-layers",
+                "--use-distributed-optimizer",
             ]
             .contains(&flag),
             "unknown flag {flag}"
@@ -261,7 +262,10 @@ fn deepspeed_grammar(inst: &Instance, plan: &Plan, text: &str) {
     let stages = pm["num_stages"].as_u64().unwrap();
     let dp = plan.gpus().len() as u64 / stages;
     assert_eq!(tb, mb * gas * dp, "DeepSpeed's batch identity");
-    assert!([0, 1, 2, 3].contains(&ds["zero_optimization"]["stage"].as_u64().unwrap()));
+    let zero = ds["zero_optimization"]["stage"].as_u64().unwrap();
+    assert!([0, 1, 2, 3].contains(&zero));
+    // DeepSpeed's pipeline engine asserts against ZeRO-2 and -3.
+    assert!(stages == 1 || zero < 2, "ZeRO-{zero} with {stages} stages");
     let parts: Vec<usize> = pm["parts"]
         .as_array()
         .unwrap()
@@ -581,4 +585,118 @@ fn bad_runtime_files_name_the_field() {
         )
         .unwrap_err();
     assert!(e.to_string().contains("--modules"), "{e}");
+}
+
+/// `p` with every stage at ZeRO stage `z`.
+fn at_zero(p: &Plan, z: u8) -> Plan {
+    let mut p = p.clone();
+    p.stages.iter_mut().for_each(|s| s.set_zero_stage(z));
+    p
+}
+
+/// The reasons `format` refuses `p` for, and its nearest plan.
+fn refused(format: Format, inst: &Instance, p: &Plan) -> (Vec<String>, Plan) {
+    match export(format, inst, &RuntimePlan::of(p.clone())) {
+        Err(ExportError::Inexpressible(x)) => (x.reasons, x.nearest),
+        other => panic!("{format} must refuse: {other:?}"),
+    }
+}
+
+#[test]
+fn zero_stages_per_runtime() {
+    let inst = llm(8, 8);
+    let pipelined = plan(&[(0, 4), (5, 9)], 4, 1, sync(4, 8));
+    let whole = plan(&[(0, 9)], 8, 1, sync(4, 8));
+    let zero = |text: &str| {
+        serde_json::from_str::<Value>(text).unwrap()["ds_config"]["zero_optimization"]["stage"]
+            .as_u64()
+            .unwrap()
+    };
+    // DeepSpeed: the stage as given, ZeRO-2 and -3 only without pipelining.
+    assert_eq!(
+        zero(&ok(Format::Deepspeed, &inst, &at_zero(&pipelined, 1))),
+        1
+    );
+    assert_eq!(zero(&ok(Format::Deepspeed, &inst, &at_zero(&whole, 2))), 2);
+    let (why, nearest) = refused(Format::Deepspeed, &inst, &at_zero(&pipelined, 2));
+    assert!(why[0].contains("ZeRO stage 2"), "{why:?}");
+    assert!(nearest.stages.iter().all(|s| s.zero_stage() == 1));
+    let mut mixed = at_zero(&pipelined, 1);
+    mixed.stages[1].zero = 0;
+    let (why, _) = refused(Format::Deepspeed, &inst, &mixed);
+    assert!(why[0].contains("ZeRO stages 0, 1"), "{why:?}");
+    // Megatron-LM: ZeRO-1 is its distributed optimizer; ZeRO-2 is not run.
+    let text = ok(Format::Megatron, &inst, &at_zero(&pipelined, 1));
+    assert!(text.contains("--use-distributed-optimizer"), "{text}");
+    assert!(!ok(Format::Megatron, &inst, &pipelined).contains("distributed"));
+    let (why, nearest) = refused(Format::Megatron, &inst, &at_zero(&pipelined, 2));
+    assert!(why[0].contains("ZeRO-2"), "{why:?}");
+    assert!(nearest.stages.iter().all(|s| s.zero_stage() == 1));
+    // torchtitan and PipeDream: neither divides part of the states.
+    let (why, nearest) = refused(Format::Torchtitan, &inst, &at_zero(&pipelined, 2));
+    assert!(why[0].contains("ZeRO-2"), "{why:?}");
+    assert!(nearest.stages.iter().all(|s| s.sdp));
+    let (why, nearest) = refused(Format::Pipedream, &inst, &at_zero(&pipelined, 1));
+    assert!(why.iter().any(|w| w.contains("ZeRO-1 or -2")), "{why:?}");
+    assert!(nearest.stages.iter().all(|s| s.zero_stage() == 0));
+}
+
+#[test]
+fn galvatron_default_dp_type_is_the_replicated_stages_zero_stage() {
+    let inst = llm(6, 8);
+    let p = plan(&[(0, 3), (4, 7)], 4, 2, sync(4, 8));
+    let config =
+        |p: &Plan| -> Value { serde_json::from_str(&ok(Format::Galvatron, &inst, p)).unwrap() };
+    for (z, default, flags) in [
+        (0, "ddp", "0,0,0,0,0,0,0,0"),
+        (2, "zero2", "0,0,0,0,0,0,0,0"),
+        (3, "ddp", "1,1,1,1,1,1,1,1"),
+    ] {
+        let q = at_zero(&p, z);
+        let v = config(&q);
+        assert_eq!(v["default_dp_type"], default, "ZeRO-{z}");
+        assert_eq!(v["dp_types_enc"], flags, "ZeRO-{z}");
+        read_back(
+            Format::Galvatron,
+            &inst,
+            &RuntimePlan::of(q.clone()),
+            &v.to_string(),
+        );
+    }
+    // A zero3 file shards its unflagged layers: they read back as sdp and export as they were.
+    let mut v = config(&p);
+    v["default_dp_type"] = "zero3".into();
+    let rp = PlanFormat::Galvatron
+        .read(&v.to_string(), &inst, &ReadOptions::default())
+        .unwrap();
+    assert!(rp.plan.stages.iter().all(|s| s.sdp));
+    let again: Value =
+        serde_json::from_str(&export(Format::Galvatron, &inst, &rp).unwrap()).unwrap();
+    assert_eq!(again, v);
+    // One default for every replicated stage: ZeRO-1, or stages at 0 and 2, are refused, and the
+    // nearest plan runs them all at ZeRO-2.
+    let (why, nearest) = refused(Format::Galvatron, &inst, &at_zero(&p, 1));
+    assert!(why[0].contains("ZeRO-1"), "{why:?}");
+    assert!(nearest.stages.iter().all(|s| s.zero == 2));
+    let mut mixed = at_zero(&p, 2);
+    mixed.stages[0].zero = 0;
+    let (why, _) = refused(Format::Galvatron, &inst, &mixed);
+    assert!(why[0].contains("ZeRO stages 0, 2"), "{why:?}");
+    // A solution's extras that contradict its stages are an input error naming the field.
+    let mut rp = PlanFormat::Galvatron
+        .read(
+            &config(&at_zero(&p, 2)).to_string(),
+            &inst,
+            &ReadOptions::default(),
+        )
+        .unwrap();
+    rp.plan = at_zero(&rp.plan, 0);
+    match export(Format::Galvatron, &inst, &rp) {
+        Err(ExportError::Input(e)) => {
+            let e = e.to_string();
+            assert!(e.contains("galvatron.default_dp_type"), "{e}");
+            assert!(e.contains("run as `ddp`"), "{e}");
+        }
+        other => panic!("{other:?}"),
+    }
 }

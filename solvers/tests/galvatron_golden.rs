@@ -5,8 +5,9 @@
 //! every figure the engine recorded is compared with ours:
 //! - the strategies the engine built (`strategies.names`, in its order);
 //! - the plan: `pp_deg`, `pp_division`, `chunks`, `vtp`, `embed_sdp`, per layer `tp`, `dp`,
-//!   `sdp`, `ckpt` of `result.layers`, and the engine's names of the layers' strategies
-//!   (`layers_rle`, which also tell consecutive tp groups from strided ones);
+//!   the ZeRO stage (`sdp`, else `default_dp_type`'s), `ckpt` of `result.layers`, and the
+//!   engine's names of the layers' strategies (`layers_rle`, which also tell consecutive tp
+//!   groups from strided ones);
 //! - the throughput, to a relative 1e-6;
 //! - per layer type and strategy of `layer_costs` (the recorded tuples' pipeline degrees): model
 //!   states, activation and total memory, and seconds per layer, to a relative 1e-9;
@@ -160,13 +161,22 @@ fn replay(file: &Path, data: &Path) -> Replay {
         format!("{name}: layers_rle: engine `{want_rle}`, ours `{got_rle:?}`")
     });
 
-    // Per layer: tp, dp, sdp, checkpointing, Ulysses.
+    // Per layer: tp, dp, the ZeRO stage the runtime runs it at, checkpointing, Ulysses.
     let mut ours = vec![None; inst.num_layers()];
     for s in &sol.plan.stages {
         for (l, slot) in ours.iter_mut().enumerate().take(s.last + 1).skip(s.first) {
-            *slot = Some((s.tp, s.dp, s.sdp, s.checkpoint.contains(&l), s.ulysses));
+            *slot = Some((
+                s.tp,
+                s.dp,
+                s.zero_stage(),
+                s.checkpoint.contains(&l),
+                s.ulysses,
+            ));
         }
     }
+    let default_dp_type = doc["config"]["engine_args"]["default_dp_type"]
+        .as_str()
+        .unwrap_or("ddp");
     let layers = result["layers"].as_array().unwrap();
     r.check(layers.len() == ours.len(), || {
         format!(
@@ -176,15 +186,26 @@ fn replay(file: &Path, data: &Path) -> Replay {
         )
     });
     for (l, (want, got)) in layers.iter().zip(&ours).enumerate() {
-        let want = (
+        let (tp, dp) = (
             want["tp"].as_u64().unwrap() as u32,
             want["dp"].as_u64().unwrap() as u32,
-            want["sdp"].as_u64().unwrap() == 1,
-            want["ckpt"].as_u64().unwrap() == 1,
-            want["sp"].as_u64() == Some(1),
         );
+        let sp = want["sp"].as_u64() == Some(1);
+        // The engine's sdp flag is ZeRO-3; an unflagged layer with several sharers (dp, or
+        // dp x tp under Ulysses) runs at `default_dp_type`'s stage.
+        let sharers = if sp { dp * tp } else { dp };
+        let zero = match default_dp_type {
+            _ if want["sdp"].as_u64().unwrap() == 1 => 3,
+            _ if sharers < 2 => 0,
+            "zero3" => 3,
+            "zero2" => 2,
+            _ => 0,
+        };
+        let want = (tp, dp, zero, want["ckpt"].as_u64().unwrap() == 1, sp);
         r.check(*got == Some(want), || {
-            format!("{name}: layer {l} (tp, dp, sdp, ckpt, sp): ours {got:?}, engine {want:?}")
+            format!(
+                "{name}: layer {l} (tp, dp, ZeRO stage, ckpt, sp): ours {got:?}, engine {want:?}"
+            )
         });
     }
 

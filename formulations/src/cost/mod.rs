@@ -53,8 +53,11 @@ pub struct StageCost {
     /// Gradient synchronisation across data-parallel replicas for one weight update (ms):
     /// 2(d-1)/d x W/tp / bandwidth, or 3(d-1)/d x ... under sdp (reduce-scatter + 2 all-gathers).
     pub grad_sync: f64,
-    /// Model states per GPU: W x (versions + 1 + optimizer factor) / tp [/ dp under sdp].
+    /// Model states per GPU: W x (versions + 1 + optimizer factor) / tp, with the parts the
+    /// stage's ZeRO stage divides further divided by its sharers (all of them under sdp).
     pub states: f64,
+    /// [`StageCost::states`] by part.
+    pub state_parts: ModelStates,
     /// Bytes stored per in-flight micro-batch per GPU (checkpointed layers keep only their input).
     pub act_per_mb: f64,
     /// Transient bytes while a checkpointed layer is re-materialized (one micro-batch).
@@ -71,6 +74,17 @@ pub struct StageCost {
     /// One-way host transfer of the stage's swapped tensors per micro-batch (ms): out after
     /// the forward, back in before the backward, overlapping compute except for `swap_stall`.
     pub swap_transfer: f64,
+}
+
+/// A GPU's model states by part (bytes).
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct ModelStates {
+    /// The weight versions the schedule keeps.
+    pub weights: f64,
+    /// The gradient.
+    pub gradients: f64,
+    /// The optimizer state (`training.optimizer_state_factor` weight-sized copies).
+    pub optimizer: f64,
 }
 
 /// Weight versions kept by a schedule family: async keeps `training.weight_versions`, synchronous

@@ -2,7 +2,8 @@
 //! gradient synchronisation, activations and buffers, and what swap and recompute change.
 
 use super::{
-    allreduce_ms, alltoall_ms, measured_degree, state_copies, swap_stall, ActionModel, StageCost,
+    allreduce_ms, alltoall_ms, measured_degree, state_copies, swap_stall, weight_versions,
+    ActionModel, ModelStates, StageCost,
 };
 use crate::instance::{Chain, Instance, ScheduleKind, Traffic};
 use crate::plan::Stage;
@@ -23,20 +24,13 @@ pub fn stage_cost_with(
     let (k, l) = (st.first, st.last + 1);
     let w = st.width();
     let sums = LayerSums::of(inst, chain, st);
-    let copies = state_copies(inst, kind);
-    // Tensor parallelism splits the weights over the tp group; Ulysses keeps them whole and
-    // shares the gradients over every GPU of the stage.
-    let (split, sharers) = if st.ulysses {
-        (1.0, st.dp * st.tp)
-    } else {
-        (st.tp as f64, st.dp)
-    };
-    let mut states = sums.weights * copies / split;
-    if st.sdp {
-        states /= sharers as f64;
-    }
+    // Tensor parallelism splits the weights over the tp group; Ulysses keeps them whole.
+    let split = if st.ulysses { 1.0 } else { st.tp as f64 };
+    let (states, state_parts) = model_states(inst, kind, st, sums.weights / split);
     let dp_bw = inst.group_bandwidth(&st.gpus, Traffic::Collective);
-    let mut grad_sync = allreduce_ms(sums.weights / split, sharers, dp_bw);
+    // ZeRO-1 and -2 reduce-scatter the gradients and all-gather the updated weights: the volume
+    // of one all-reduce. ZeRO-3 gathers the weights once more, for the backward.
+    let mut grad_sync = allreduce_ms(sums.weights / split, st.sharers(), dp_bw);
     if st.sdp {
         grad_sync *= 1.5;
     }
@@ -64,6 +58,7 @@ pub fn stage_cost_with(
         backward: sums.bwd / w + tp_comm + actions.recompute / w + actions.swap_stall,
         grad_sync,
         states,
+        state_parts,
         act_per_mb: stored.max(0.0) / w,
         transient: (transient.max(0.0) + actions.transient) / w,
         buffers: buffers / st.dp as f64,
@@ -72,6 +67,40 @@ pub fn stage_cost_with(
         swap_stall: actions.swap_stall,
         swap_transfer: actions.swap_transfer,
     }
+}
+
+/// Model states per GPU of a stage holding `weights` bytes of weights per GPU (before any ZeRO
+/// division): the total and its parts. ZeRO stage `z` divides among the stage's sharers the
+/// optimizer states from `z` = 1, the gradient from 2 and the weight versions from 3 (`sdp`).
+fn model_states(
+    inst: &Instance,
+    kind: ScheduleKind,
+    st: &Stage,
+    weights: f64,
+) -> (f64, ModelStates) {
+    let zero = st.zero_stage();
+    let sharers = st.sharers() as f64;
+    let part = |copies: f64, from: u8| {
+        if zero >= from {
+            weights * copies / sharers
+        } else {
+            weights * copies
+        }
+    };
+    let parts = ModelStates {
+        weights: part(weight_versions(inst, kind), 3),
+        gradients: part(1.0, 2),
+        optimizer: part(inst.training.optimizer_state_factor, 1),
+    };
+    // Undivided or wholly divided, the total is the one product (as the planners that model no
+    // ZeRO compute it); in between, the sum of the parts.
+    let copies = state_copies(inst, kind);
+    let total = match zero {
+        0 => weights * copies,
+        3 => weights * copies / sharers,
+        _ => parts.weights + parts.gradients + parts.optimizer,
+    };
+    (total, parts)
 }
 
 /// A stage's layers summed, whole-group figures (bytes and ms before the division by the

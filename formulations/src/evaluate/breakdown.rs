@@ -2,7 +2,7 @@
 //! GPU of the stage") for a whole plan.
 
 use super::Evaluation;
-use crate::cost::{stage_costs, state_copies, weight_versions};
+use crate::cost::stage_costs;
 use crate::instance::Instance;
 use crate::plan::Plan;
 use serde::Serialize;
@@ -47,9 +47,6 @@ impl MemoryBreakdown {
 pub fn memory_breakdown(inst: &Instance, plan: &Plan, ev: &Evaluation) -> Vec<MemoryBreakdown> {
     let (inst, plan) = super::judged(inst, plan);
     let plan = &plan;
-    let kind = plan.schedule.kind();
-    let copies = state_copies(&inst, kind);
-    let versions = weight_versions(&inst, kind);
     let costs = stage_costs(&inst, &inst.chain(), plan);
     let reserved = inst.calibration().reserved_memory;
     plan.gpus()
@@ -68,9 +65,9 @@ pub fn memory_breakdown(inst: &Instance, plan: &Plan, ev: &Evaluation) -> Vec<Me
             for (s, st) in plan.stages.iter().enumerate() {
                 if st.gpus.contains(&g) {
                     let c = &costs[s];
-                    b.weights += c.states * versions / copies;
-                    b.gradients += c.states / copies;
-                    b.optimizer += c.states * (copies - versions - 1.0) / copies;
+                    b.weights += c.state_parts.weights;
+                    b.gradients += c.state_parts.gradients;
+                    b.optimizer += c.state_parts.optimizer;
                     b.buffers += c.buffers;
                     b.transient = b.transient.max(c.transient);
                 }

@@ -1,5 +1,5 @@
-//! DeepSpeed: `ds_config.json` (batch, gradient accumulation, ZeRO stage, activation
-//! checkpointing) and the `PipelineModule` arguments of the pipeline split. DeepSpeed's pipeline
+//! DeepSpeed: `ds_config.json` (batch, gradient accumulation, ZeRO stage: the stages' one
+//! [`Stage::zero_stage`](crate::Stage::zero_stage), activation checkpointing) and the `PipelineModule` arguments of the pipeline split. DeepSpeed's pipeline
 //! engine has no tensor parallelism of its own, one data-parallel degree for every stage, ZeRO
 //! stages 0 and 1 only under pipelining, and checkpoints groups of
 //! `activation_checkpoint_interval` layers (1: every layer). Stage boundaries are given as
@@ -36,21 +36,23 @@ pub fn limits(inst: &Instance, rp: &RuntimePlan) -> Vec<String> {
                 ));
             }
             let dp = plan.stages[0].dp;
-            let sdp: Vec<bool> = plan.stages.iter().map(|s| s.sdp).collect();
-            if dp > 1 && sdp.contains(&true) {
-                if lay.pp() > 1 {
-                    why.push(
-                        "layers shard their model states (ZeRO-3); DeepSpeed's pipeline engine \
-                         supports ZeRO stages 0 and 1 only"
-                            .into(),
-                    );
-                } else if sdp.contains(&false) {
-                    why.push(
-                        "some layers shard their model states and others do not; ZeRO's stage \
-                         applies to the whole model"
-                            .into(),
-                    );
-                }
+            let zero = zero_stages(plan);
+            if dp > 1 && zero.len() > 1 {
+                why.push(format!(
+                    "stages run at ZeRO stages {}; DeepSpeed's ZeRO stage applies to the whole \
+                     model",
+                    super::distinct(&zero.iter().map(|&z| u32::from(z)).collect::<Vec<_>>())
+                ));
+            }
+            if let Some(&z) = zero
+                .iter()
+                .max()
+                .filter(|&&z| dp > 1 && z > 1 && lay.pp() > 1)
+            {
+                why.push(format!(
+                    "layers run at ZeRO stage {z}; DeepSpeed's pipeline engine supports ZeRO \
+                     stages 0 and 1 only"
+                ));
             }
             let (micro, _) = layout::batch(inst, plan);
             if micro % dp != 0 {
@@ -77,8 +79,8 @@ pub fn limits(inst: &Instance, rp: &RuntimePlan) -> Vec<String> {
     why
 }
 
-/// The nearest plan DeepSpeed runs: [`layout::nearest`] with tp 1, sharding only without
-/// pipelining and then everywhere or nowhere (as most layers), 1F1B, the micro-batch rounded to
+/// The nearest plan DeepSpeed runs: [`layout::nearest`] with tp 1 and one ZeRO stage (as most
+/// layers), at most ZeRO-1 under pipelining, 1F1B, the micro-batch rounded to
 /// a multiple of dp, every layer checkpointed if any was.
 pub fn nearest(inst: &Instance, plan: &Plan) -> Plan {
     let mut p = layout::nearest(plan, false, true);
@@ -87,7 +89,8 @@ pub fn nearest(inst: &Instance, plan: &Plan) -> Plan {
     for st in &mut p.stages {
         st.dp *= st.tp;
         st.tp = 1;
-        st.sdp = st.sdp && pp == 1 && st.dp > 1;
+        let zero = if st.dp > 1 { st.zero_stage() } else { 0 };
+        st.set_zero_stage(if pp > 1 { zero.min(1) } else { zero });
         st.checkpoint = if any_ck {
             (st.first..=st.last).collect()
         } else {
@@ -101,6 +104,12 @@ pub fn nearest(inst: &Instance, plan: &Plan) -> Plan {
         micro_batch: Some(layout::micro_for_dp(micro, dp)),
     };
     p
+}
+
+/// The distinct ZeRO stages of the plan's stages, in increasing order.
+fn zero_stages(plan: &Plan) -> Vec<u8> {
+    let set: std::collections::BTreeSet<u8> = plan.stages.iter().map(|s| s.zero_stage()).collect();
+    set.into_iter().collect()
 }
 
 /// DeepSpeed's `partition_uniform(num_items, num_parts)` (deepspeed/runtime/utils.py).
@@ -125,10 +134,9 @@ pub fn write(inst: &Instance, rp: &RuntimePlan) -> Result<String, InputError> {
     let lay: Layout = layout::standard(plan).map_err(|e| InputError::field("plan.stages", e))?;
     let dp = plan.stages[0].dp;
     let (micro, m) = layout::batch(inst, plan);
-    let zero = if dp > 1 && plan.stages.iter().all(|s| s.sdp) {
-        3
-    } else {
-        0
+    let zero = match zero_stages(plan).as_slice() {
+        [z] if dp > 1 => *z,
+        _ => 0,
     };
     let checkpointed = plan.stages.iter().any(|s| !s.checkpoint.is_empty());
     let mut parts = lay.firsts(plan);

@@ -1,12 +1,13 @@
 //! Galvatron: the engine's output config ([`OutputConfig`]), which its training scripts read
 //! with `--galvatron_config_path`. Every pipeline stage runs on `world / pp_deg` ranks; a layer
 //! is tp x dp on them, its tp groups consecutive or strided (`tp_consecutive_flags`), sharded
-//! (`dp_types_enc` 1) or under `default_dp_type`, checkpointed or not.
+//! (`dp_types_enc` 1) or under `default_dp_type` (`ddp`, `zero2` or `zero3`: one ZeRO stage for
+//! every replicated stage), checkpointed or not.
 
 use super::layout::{self, Layout};
 use super::RuntimePlan;
 use crate::error::InputError;
-use crate::galvatron::output::{join, Extras, OutputConfig};
+use crate::galvatron::output::{default_dp_type, join, Extras, OutputConfig};
 use crate::galvatron::LayerTypes;
 use crate::instance::Instance;
 use crate::plan::{Plan, Schedule};
@@ -19,6 +20,9 @@ pub fn limits(_inst: &Instance, rp: &RuntimePlan) -> Vec<String> {
         why.push(
             "the schedule is asynchronous; Galvatron trains synchronously (1F1B or GPipe)".into(),
         );
+    }
+    if let Err(e) = replicated_type(plan) {
+        why.push(e);
     }
     match layout::standard(plan) {
         Ok(_) => {
@@ -38,9 +42,32 @@ pub fn limits(_inst: &Instance, rp: &RuntimePlan) -> Vec<String> {
     why
 }
 
-/// The nearest plan Galvatron runs ([`layout::nearest`], GPipe kept).
+/// The nearest plan Galvatron runs ([`layout::nearest`], GPipe kept), its replicated stages at
+/// one ZeRO stage, 0 or 2 ([`layout::one_zero_stage`], ZeRO-1 run as ZeRO-2).
 pub fn nearest(_inst: &Instance, plan: &Plan) -> Plan {
-    layout::nearest(plan, true, false)
+    let mut p = layout::nearest(plan, true, false);
+    layout::one_zero_stage(&mut p, |z| if z == 1 { 2 } else { z });
+    p
+}
+
+/// The `default_dp_type` the plan's replicated stages (several sharers, not `sdp`) need: `None`
+/// without such a stage (any default runs the plan), an error when they are at ZeRO-1 or at
+/// several ZeRO stages, which one default cannot run.
+fn replicated_type(plan: &Plan) -> Result<Option<&'static str>, String> {
+    let stages = layout::replicated_zero_stages(plan);
+    match stages.as_slice() {
+        [] => Ok(None),
+        [z] => default_dp_type(*z).map(Some).ok_or_else(|| {
+            "replicated stages divide only their optimizer states (ZeRO-1); Galvatron runs \
+             ddp, zero2 or zero3"
+                .into()
+        }),
+        _ => Err(format!(
+            "replicated stages run at ZeRO stages {}; Galvatron's default_dp_type sets one for \
+             every layer not sharded",
+            super::distinct(&stages.iter().map(|&z| u32::from(z)).collect::<Vec<_>>())
+        )),
+    }
 }
 
 /// The output config of an expressible plan.
@@ -54,19 +81,8 @@ pub fn config(inst: &Instance, rp: &RuntimePlan) -> Result<OutputConfig, InputEr
     let plan = &rp.plan;
     let lay: Layout = layout::standard(plan).map_err(|e| InputError::field("plan.stages", e))?;
     let n = inst.num_layers();
-    let (mut tp, mut consec, mut sdp, mut ckpt) = (vec![0; n], vec![0; n], vec![0; n], vec![0; n]);
-    let mut sp = vec![0; n];
-    for st in &plan.stages {
-        let c = layout::consecutive(st).unwrap_or(true);
-        for l in st.first..=st.last {
-            tp[l] = st.tp;
-            consec[l] = c as u8;
-            sdp[l] = st.sdp as u8;
-            ckpt[l] = st.checkpoint.contains(&l) as u8;
-            sp[l] = st.ulysses as u8;
-        }
-    }
     let (micro, m) = layout::batch(inst, plan);
+    let needed = replicated_type(plan).map_err(|e| InputError::field("plan.stages.zero", e))?;
     let extras = match &rp.galvatron {
         Some(x) => {
             if x.global_bsz.div_ceil(m as u64) != micro as u64 {
@@ -79,17 +95,47 @@ pub fn config(inst: &Instance, rp: &RuntimePlan) -> Result<OutputConfig, InputEr
                     ),
                 ));
             }
+            if let Some(d) = needed.filter(|&d| d != x.default_dp_type) {
+                return Err(InputError::field(
+                    "galvatron.default_dp_type",
+                    format!(
+                        "`{}`, but the plan's replicated stages run as `{d}` (their ZeRO \
+                         stage)",
+                        x.default_dp_type
+                    ),
+                ));
+            }
             x.clone()
         }
-        None => Extras {
-            vtp: 1,
-            embed_sdp: false,
-            vsp: false,
-            global_bsz: micro as u64 * m as u64,
-            default_dp_type: LayerTypes::from_instance(inst)?
-                .map_or_else(|| "ddp".into(), |lt| lt.settings.default_dp_type),
-        },
+        None => {
+            let default = match needed {
+                Some(d) => d.to_string(),
+                None => LayerTypes::from_instance(inst)?
+                    .map_or_else(|| "ddp".into(), |lt| lt.settings.default_dp_type),
+            };
+            Extras {
+                vtp: 1,
+                embed_sdp: false,
+                vsp: false,
+                global_bsz: micro as u64 * m as u64,
+                default_dp_type: default,
+            }
+        }
     };
+    // Under `zero3` every layer is sharded without its flag.
+    let flag_sdp = extras.default_dp_type != "zero3";
+    let (mut tp, mut consec, mut sdp, mut ckpt) = (vec![0; n], vec![0; n], vec![0; n], vec![0; n]);
+    let mut sp = vec![0; n];
+    for st in &plan.stages {
+        let c = layout::consecutive(st).unwrap_or(true);
+        for l in st.first..=st.last {
+            tp[l] = st.tp;
+            consec[l] = c as u8;
+            sdp[l] = (st.sdp && flag_sdp) as u8;
+            ckpt[l] = st.checkpoint.contains(&l) as u8;
+            sp[l] = st.ulysses as u8;
+        }
+    }
     Ok(OutputConfig {
         pp_deg: lay.pp() as u32,
         tp_sizes_enc: join(&tp),

@@ -213,41 +213,75 @@ pub fn nearest(plan: &Plan, gpipe: bool, uniform: bool) -> Plan {
         groups[i].extend(next);
     }
     let w = gpus / groups.len() as u32;
-    let mut common = (1, false);
+    let mut common = (1, 0);
     if uniform {
-        let mut by: std::collections::BTreeMap<(u32, bool), usize> = Default::default();
+        let mut by: std::collections::BTreeMap<(u32, u8), usize> = Default::default();
         for st in &plan.stages {
-            *by.entry((fit(st.tp, w), st.sdp)).or_default() += st.len();
+            *by.entry((fit(st.tp, w), st.zero_stage())).or_default() += st.len();
         }
         common = by
             .into_iter()
             .max_by_key(|&((tp, _), n)| (n, std::cmp::Reverse(tp)))
-            .map_or((1, false), |(k, _)| k);
+            .map_or((1, 0), |(k, _)| k);
     }
     let mut stages = Vec::new();
     for (p, g) in groups.into_iter().enumerate() {
         let ids: Vec<u32> = (p as u32 * w..(p as u32 + 1) * w).collect();
         for st in g {
-            let (tp, sdp) = if uniform {
+            let (tp, zero) = if uniform {
                 common
             } else {
-                (fit(st.tp, w), st.sdp)
+                (fit(st.tp, w), st.zero_stage())
             };
-            stages.push(Stage {
+            let mut st = Stage {
                 gpus: ids.clone(),
                 dp: w / tp,
                 tp,
-                sdp: sdp && w / tp > 1,
                 swap: Vec::new(),
                 recompute: Vec::new(),
                 ..st
-            });
+            };
+            st.set_zero_stage(if st.sharers() > 1 { zero } else { 0 });
+            stages.push(st);
         }
     }
     Plan {
         order: None,
         stages,
         schedule,
+    }
+}
+
+/// The distinct ZeRO stages of the plan's replicated stages (several sharers, `sdp` off), in
+/// increasing order.
+pub fn replicated_zero_stages(plan: &Plan) -> Vec<u8> {
+    let set: std::collections::BTreeSet<u8> = plan
+        .stages
+        .iter()
+        .filter(|s| !s.sdp && s.sharers() > 1)
+        .map(|s| s.zero)
+        .collect();
+    set.into_iter().collect()
+}
+
+/// Gives the plan's replicated stages (as [`replicated_zero_stages`]) the ZeRO stage (0 to 3)
+/// `runs` maps theirs to, then, if they still differ, the one covering the most layers (the
+/// higher on a tie: it divides more).
+pub fn one_zero_stage(plan: &mut Plan, runs: impl Fn(u8) -> u8) {
+    let replicated: Vec<usize> = (0..plan.stages.len())
+        .filter(|&s| !plan.stages[s].sdp && plan.stages[s].sharers() > 1)
+        .collect();
+    let mut layers = [0usize; 4];
+    for &s in &replicated {
+        let z = runs(plan.stages[s].zero).min(3);
+        layers[usize::from(z)] += plan.stages[s].len();
+        plan.stages[s].set_zero_stage(z);
+    }
+    let common = (0..4u8)
+        .max_by_key(|&z| (layers[usize::from(z)], z))
+        .unwrap_or(0);
+    for &s in &replicated {
+        plan.stages[s].set_zero_stage(common);
     }
 }
 

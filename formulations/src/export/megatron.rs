@@ -1,7 +1,8 @@
 //! Megatron-LM: the command-line arguments of `pretrain_gpt.py` that fix the parallel layout,
 //! the pipeline split, activation recomputation and the batch. Megatron runs one tp and one dp
 //! degree everywhere (ranks: tp fastest, then dp, then pp), embeds on the first stage and
-//! computes the output layer and loss on the last; uneven splits are given by the first and last
+//! computes the output layer and loss on the last; replicated stages at ZeRO-1 run its
+//! distributed optimizer (`--use-distributed-optimizer`); uneven splits are given by the first and last
 //! stages' layer counts (`--decoder-first/last-pipeline-num-layers`, the middle stages even) or,
 //! for any other split, by `--pipeline-model-parallel-layout` (`E` embedding, `t` transformer
 //! layer, `L` output layer and loss, `|` between stages).
@@ -57,8 +58,22 @@ pub fn limits(inst: &Instance, rp: &RuntimePlan) -> Vec<String> {
     if let Some(s) = plan.stages.iter().position(|s| s.sdp) {
         why.push(format!(
             "stage {s} shards parameters (ZeRO-3); pipeplan exports Megatron-LM's replicated \
-             data parallelism only"
+             data parallelism and its distributed optimizer (ZeRO-1) only"
         ));
+    }
+    if let Some(s) = plan.stages.iter().position(|s| s.zero == 2) {
+        why.push(format!(
+            "stage {s} divides its gradients (ZeRO-2); Megatron-LM's distributed optimizer \
+             divides the optimizer states only (ZeRO-1) and keeps the gradient buffer whole"
+        ));
+    }
+    let zero = layout::replicated_zero_stages(plan);
+    if zero.len() > 1 {
+        why.push(
+            "some replicated stages divide their optimizer states and others do not; \
+             --use-distributed-optimizer applies to the whole model"
+                .into(),
+        );
     }
     if recompute(inst, plan).is_err() {
         why.push(
@@ -71,13 +86,15 @@ pub fn limits(inst: &Instance, rp: &RuntimePlan) -> Vec<String> {
     why
 }
 
-/// The nearest plan Megatron-LM runs: [`layout::nearest`] with one tp and no sharding, 1F1B,
+/// The nearest plan Megatron-LM runs: [`layout::nearest`] with one tp and one ZeRO stage (as most
+/// layers), at most ZeRO-1, 1F1B,
 /// micro-batches rounded to a multiple of dp, and every stage recomputing as many of its first
 /// transformer layers as the stage that recomputed the most.
 pub fn nearest(inst: &Instance, plan: &Plan) -> Plan {
     let mut p = layout::nearest(plan, false, true);
     for st in &mut p.stages {
-        st.sdp = false;
+        let zero = st.zero_stage().min(1);
+        st.set_zero_stage(zero);
     }
     let dp = p.stages[0].dp;
     let (micro, m) = layout::batch(inst, &p);
@@ -186,6 +203,9 @@ pub fn write(inst: &Instance, rp: &RuntimePlan) -> Result<String, InputError> {
         format!("--num-layers {blocks}"),
     ];
     args.extend(split(&blocks_per_stage, &lay, plan, &roles));
+    if layout::replicated_zero_stages(plan) == [1] {
+        args.push("--use-distributed-optimizer".into());
+    }
     args.push(format!("--micro-batch-size {}", micro / dp));
     args.push(format!("--global-batch-size {}", micro as u64 * m as u64));
     match recompute(inst, plan) {

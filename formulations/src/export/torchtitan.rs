@@ -38,6 +38,17 @@ pub fn limits(inst: &Instance, rp: &RuntimePlan) -> Vec<String> {
                 why.push("a stage's tp groups are strided; torchtitan's are consecutive".into());
             }
             let dp = plan.stages[0].dp;
+            if let Some(s) = plan
+                .stages
+                .iter()
+                .position(|s| s.zero > 0 && s.sharers() > 1)
+            {
+                why.push(format!(
+                    "stage {s} divides part of its model states (ZeRO-{}); torchtitan's data \
+                     parallelism replicates them all or shards them all (FSDP)",
+                    plan.stages[s].zero
+                ));
+            }
             if dp > 1 && plan.stages.iter().any(|s| s.sdp != plan.stages[0].sdp) {
                 why.push(
                     "some layers shard their model states and others do not; torchtitan applies \
@@ -65,10 +76,12 @@ pub fn limits(inst: &Instance, rp: &RuntimePlan) -> Vec<String> {
     why
 }
 
-/// The nearest plan torchtitan runs: [`layout::nearest`] with one tp and one sharding, the
+/// The nearest plan torchtitan runs: [`layout::nearest`] with one tp and one sharding (ZeRO-1
+/// and -2 sharded as FSDP), the
 /// micro-batch rounded to a multiple of dp, every block checkpointed if any layer was.
 pub fn nearest(inst: &Instance, plan: &Plan) -> Plan {
     let mut p = layout::nearest(plan, true, true);
+    layout::one_zero_stage(&mut p, |z| if z > 0 { 3 } else { 0 });
     let dp = p.stages[0].dp;
     let (micro, m) = layout::batch(inst, &p);
     let micro = layout::micro_for_dp(micro, dp);

@@ -35,7 +35,7 @@ pub struct OutputConfig {
     pub pp_division: String,
     /// `pipedream_flush` (1F1B) or `gpipe`.
     pub pipeline_type: String,
-    /// Data parallelism of layers whose `dp_types_enc` is 0: `ddp` or `zero2`.
+    /// Data parallelism of layers whose `dp_types_enc` is 0: `ddp`, `zero2` or `zero3`.
     pub default_dp_type: String,
     /// Vocabulary (embedding and head) tp degree (default 1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -68,8 +68,33 @@ pub struct Extras {
     /// Samples per iteration (micro-batches may be uneven: the plan's micro-batch is the
     /// largest, `global_bsz` divided by the micro-batch count rounded up).
     pub global_bsz: u64,
-    /// Data parallelism of the layers not sharded: `ddp` or `zero2`.
+    /// Data parallelism of the layers not sharded: `ddp`, `zero2` or `zero3`.
     pub default_dp_type: String,
+}
+
+/// The ZeRO stage ([`Stage::zero_stage`](crate::Stage::zero_stage)) Galvatron's runtime runs a
+/// layer at: 3 when its `dp_types_enc` flag is set, else its `default_dp_type`'s (`zero3` 3,
+/// `zero2` 2, `ddp` 0) when it has several sharers ([`Stage::sharers`](crate::Stage::sharers)),
+/// else 0, as nothing is divided.
+pub fn zero_stage(default_dp_type: &str, flagged: bool, sharers: u32) -> u8 {
+    match default_dp_type {
+        _ if flagged => 3,
+        _ if sharers < 2 => 0,
+        "zero3" => 3,
+        "zero2" => 2,
+        _ => 0,
+    }
+}
+
+/// The `default_dp_type` that runs ZeRO stage `z`: `ddp` (0), `zero2` (2), `zero3` (3); `None`
+/// for ZeRO-1, which Galvatron does not run.
+pub fn default_dp_type(z: u8) -> Option<&'static str> {
+    match z {
+        0 => Some("ddp"),
+        2 => Some("zero2"),
+        3 => Some("zero3"),
+        _ => None,
+    }
 }
 
 /// `a,b,c` of numbers.

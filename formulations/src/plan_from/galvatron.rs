@@ -7,7 +7,7 @@
 use crate::error::InputError;
 use crate::export::layout::strided;
 use crate::export::RuntimePlan;
-use crate::galvatron::output::{split, Extras, OutputConfig};
+use crate::galvatron::output::{split, zero_stage, Extras, OutputConfig};
 use crate::instance::Instance;
 use crate::plan::{Plan, Schedule, Stage};
 
@@ -81,7 +81,7 @@ pub fn read(text: &str, inst: &Instance) -> Result<RuntimePlan, InputError> {
     let layers = Layers::read(&cfg, n)?;
     let embed_sdp = options(&cfg)?;
     let schedule = schedule(&cfg)?;
-    let stages = stages(&division, w, &layers)?;
+    let stages = stages(&division, w, &layers, &cfg.default_dp_type)?;
     Ok(RuntimePlan {
         plan: Plan {
             order: None,
@@ -220,7 +220,12 @@ fn schedule(cfg: &OutputConfig) -> Result<Schedule, InputError> {
 
 /// Pipeline stage `p` on GPUs `p*w..(p+1)*w`, each run of layers with the same strategy one
 /// [`Stage`].
-fn stages(division: &[u64], w: u32, layers: &Layers) -> Result<Vec<Stage>, InputError> {
+fn stages(
+    division: &[u64],
+    w: u32,
+    layers: &Layers,
+    default_dp_type: &str,
+) -> Result<Vec<Stage>, InputError> {
     let Layers {
         tp,
         consec,
@@ -259,7 +264,6 @@ fn stages(division: &[u64], w: u32, layers: &Layers) -> Result<Vec<Stage>, Input
                 },
                 dp,
                 tp: t,
-                sdp: sdp[l],
                 ulysses: sp[l],
                 checkpoint: if ckpt[l] {
                     (l..=e).collect()
@@ -268,6 +272,8 @@ fn stages(division: &[u64], w: u32, layers: &Layers) -> Result<Vec<Stage>, Input
                 },
                 ..Stage::single(l, e, base)
             });
+            let st = stages.last_mut().expect("just pushed");
+            st.set_zero_stage(zero_stage(default_dp_type, sdp[l], st.sharers()));
             l = e + 1;
         }
         first = end;

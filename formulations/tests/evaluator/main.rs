@@ -11,6 +11,7 @@ mod schedules;
 mod strategies;
 mod worked_example;
 
+use pipeplan_formulations::evaluate::breakdown::memory_breakdown;
 use pipeplan_formulations::evaluate::{evaluate, one_f_one_b_star_pattern, Evaluation};
 use pipeplan_formulations::instance::{Cluster, Instance, Layer};
 use pipeplan_formulations::plan::{Pattern, Plan, Schedule, Stage};

@@ -1,4 +1,4 @@
-//! Intra-stage strategies and checkpointing: what dp, tp, sdp and Ulysses divide, what a
+//! Intra-stage strategies and checkpointing: what dp, tp, ZeRO and Ulysses divide, what a
 //! checkpointed stage keeps, a plan that chooses its micro-batch.
 
 use super::*;
@@ -25,6 +25,53 @@ fn sharded_data_parallel_divides_states() {
     assert_all_close(&ev.peak_memory, &[1516.0, 1516.0, 0.0, 0.0]);
     // Reduce-scatter + two all-gathers: 1.5 x the all-reduce.
     assert_close(ev.period_ms.unwrap(), 7.5);
+}
+
+#[test]
+fn each_zero_stage_divides_its_parts_of_the_states() {
+    // Adam's two moments: 2 weight versions (async) + 1 gradient + 2 = 5 W per GPU replicated.
+    let mut inst = one_layer();
+    inst.training.optimizer_state_factor = 2.0;
+    let at = |zero: u8| {
+        let mut plan = single_stage(2, 1, false);
+        plan.stages[0].set_zero_stage(zero);
+        let ev = evaluate(&inst, &plan).unwrap();
+        let parts = memory_breakdown(&inst, &plan, &ev);
+        let p = &parts[0];
+        (ev, [p.weights, p.gradients, p.optimizer])
+    };
+    // (states per GPU, its parts, period): ZeRO-1 halves the moments, ZeRO-2 the gradient too,
+    // ZeRO-3 (sdp) the weights too; only ZeRO-3 gathers the weights once more (1.5 x).
+    for (zero, states, parts, period) in [
+        (0, 5000.0, [2000.0, 1000.0, 2000.0], 7.0),
+        (1, 4000.0, [2000.0, 1000.0, 1000.0], 7.0),
+        (2, 3500.0, [2000.0, 500.0, 1000.0], 7.0),
+        (3, 2500.0, [1000.0, 500.0, 1000.0], 7.5),
+    ] {
+        let (ev, got) = at(zero);
+        assert_all_close(&ev.peak_memory, &[states + 16.0, states + 16.0, 0.0, 0.0]);
+        assert_all_close(&got, &parts);
+        assert_close(ev.period_ms.unwrap(), period);
+    }
+    // On one replica nothing is divided.
+    let mut plan = single_stage(1, 1, false);
+    plan.stages[0].zero = 2;
+    let ev = evaluate(&inst, &plan).unwrap();
+    assert_all_close(&ev.peak_memory, &[5032.0, 0.0, 0.0, 0.0]);
+}
+
+#[test]
+fn zero_stages_beyond_two_or_beside_sdp_are_refused() {
+    for (zero, sdp, says) in [
+        (3, false, "expected 0, 1 or 2"),
+        (1, true, "with `sdp: true`"),
+    ] {
+        let mut plan = single_stage(2, 1, sdp);
+        plan.stages[0].zero = zero;
+        let err = evaluate(&one_layer(), &plan).unwrap_err().to_string();
+        assert!(err.contains("plan.stages[0].zero"), "{err}");
+        assert!(err.contains(says), "{err}");
+    }
 }
 
 /// A Ulysses stage of `tp` GPUs per replica.

@@ -6,7 +6,7 @@
 
 use super::engine::Found;
 use pipeplan_formulations::export::layout::strided;
-use pipeplan_formulations::galvatron::output::Extras;
+use pipeplan_formulations::galvatron::output::{zero_stage, Extras};
 use pipeplan_formulations::galvatron::{LayerTypes, PipelineType, Strategy};
 use pipeplan_formulations::{Instance, Plan, Schedule, Stage};
 
@@ -28,7 +28,6 @@ pub fn to_plan(inst: &Instance, lt: &LayerTypes, f: &Found) -> Plan {
             stages.push(Stage {
                 dp: s.dp,
                 tp: s.tp,
-                sdp: s.sdp(),
                 ulysses: s.sp,
                 checkpoint: if s.cpt { (l..=e).collect() } else { Vec::new() },
                 gpus: if s.consec == Some(false) {
@@ -38,6 +37,11 @@ pub fn to_plan(inst: &Instance, lt: &LayerTypes, f: &Found) -> Plan {
                 },
                 ..Stage::single(l, e, gpus[0])
             });
+            // What the runtime runs: the engine's search takes `zero3` as `ddp`, its runtime
+            // shards.
+            let st = stages.last_mut().expect("just pushed");
+            let default = &lt.settings.default_dp_type;
+            st.set_zero_stage(zero_stage(default, s.sdp(), st.sharers()));
             l = e + 1;
         }
         start += n;
