@@ -1,7 +1,9 @@
 //! Galvatron solvers: the memory-budget DP against brute force, the searches on the hand-written
 //! fixture and on shipped instances (plans the evaluator accepts, determinism, BMW never worse
-//! than the engine's division), and infeasible budgets.
+//! than the engine's division), the budget (the instance's usable memory), and infeasible
+//! budgets.
 
+use pipeplan_formulations::calibration::Calibration;
 use pipeplan_formulations::galvatron::import::import_file;
 use pipeplan_formulations::testing::proptest_config;
 use pipeplan_formulations::{Instance, Stage};
@@ -189,8 +191,7 @@ fn bmw_is_never_worse_than_base_on_shipped_instances() {
 #[test]
 fn budget_no_strategy_fits_is_explained() {
     let mut inst = tiny();
-    inst.extensions.get_mut("layer_types").unwrap()["settings"]["memory_constraint"] =
-        serde_json::json!(0.5);
+    inst.cluster.memory = 0.5 * 1024.0 * 1024.0 * 1024.0;
     let e = algo("galvatron-base")
         .solve(&inst, &SolveOptions::default())
         .unwrap_err();
@@ -209,6 +210,57 @@ fn budget_no_strategy_fits_is_explained() {
         .and_then(|n| n.parse().ok())
         .unwrap_or_else(|| panic!("{m}"));
     assert!(least > 512.0 && !m.contains("within the budget"), "{m}");
+}
+
+#[test]
+fn the_budget_is_the_instances_usable_memory() {
+    let inst = tiny();
+    let gb = inst.extensions["layer_types"]["settings"]["memory_constraint"]
+        .as_f64()
+        .unwrap();
+    assert_eq!(inst.cluster.memory, gb * 1024.0 * 1024.0 * 1024.0);
+    let base = harness::run(
+        algo("galvatron-base").as_ref(),
+        &inst,
+        &SolveOptions::default(),
+    )
+    .unwrap();
+    assert!(!base.notes.iter().any(|n| n.contains("memory budget")));
+    // Less memory, or the same memory with a reserve: the search plans for what is left and
+    // says so; the settings' value is not used.
+    // 90% of what the full-memory plan claims, in whole MB.
+    let gib = 1024.0 * 1024.0 * 1024.0;
+    let budget = (base.claimed.max_memory.unwrap() * 0.9 / 1048576.0).floor() * 1048576.0;
+    let mut less = inst.clone();
+    less.cluster.memory = budget;
+    let mut reserved = inst.clone();
+    reserved.calibration = Some(Calibration {
+        reserved_memory: inst.cluster.memory - budget,
+        ..Calibration::default()
+    });
+    for (what, inst) in [("less memory", less), ("a reserve", reserved)] {
+        let sol = harness::run(
+            algo("galvatron-base").as_ref(),
+            &inst,
+            &SolveOptions::default(),
+        )
+        .unwrap();
+        let note = sol.notes.iter().find(|n| n.contains("memory budget"));
+        let want = format!("memory budget {} GB per GPU", budget / gib);
+        assert!(
+            note.is_some_and(|n| n.starts_with(&want)),
+            "{what}: {:?}",
+            sol.notes
+        );
+        // The engine's own memory model keeps the plan within the smaller budget, which the
+        // full-memory plan exceeds.
+        let claimed = sol.claimed.max_memory.unwrap();
+        assert!(claimed <= inst.usable_memory(), "{what}: claimed {claimed}");
+        assert!(
+            base.claimed.max_memory.unwrap() > inst.usable_memory(),
+            "{what}"
+        );
+    }
 }
 
 #[test]

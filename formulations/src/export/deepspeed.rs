@@ -1,6 +1,7 @@
 //! DeepSpeed: `ds_config.json` (batch, gradient accumulation, ZeRO stage: the stages' one
-//! [`Stage::zero_stage`](crate::Stage::zero_stage), activation checkpointing) and the `PipelineModule` arguments of the pipeline split. DeepSpeed's pipeline
-//! engine has no tensor parallelism of its own, one data-parallel degree for every stage, ZeRO
+//! [`Stage::zero_stage`](crate::Stage::zero_stage), activation checkpointing) and the
+//! `PipelineModule` arguments of the pipeline split. DeepSpeed's pipeline engine has no tensor
+//! parallelism of its own, one data-parallel degree for every stage, ZeRO
 //! stages 0 and 1 only under pipelining, and checkpoints groups of
 //! `activation_checkpoint_interval` layers (1: every layer). Stage boundaries are given as
 //! DeepSpeed's `parts` (stage `s` holds layers `parts[s]..parts[s+1]`); when they are what
@@ -36,19 +37,15 @@ pub fn limits(inst: &Instance, rp: &RuntimePlan) -> Vec<String> {
                 ));
             }
             let dp = plan.stages[0].dp;
-            let zero = zero_stages(plan);
-            if dp > 1 && zero.len() > 1 {
+            let zero = layout::zero_stages(plan);
+            if zero.len() > 1 {
                 why.push(format!(
                     "stages run at ZeRO stages {}; DeepSpeed's ZeRO stage applies to the whole \
                      model",
                     super::distinct(&zero.iter().map(|&z| u32::from(z)).collect::<Vec<_>>())
                 ));
             }
-            if let Some(&z) = zero
-                .iter()
-                .max()
-                .filter(|&&z| dp > 1 && z > 1 && lay.pp() > 1)
-            {
+            if let Some(&z) = zero.iter().max().filter(|&&z| z > 1 && lay.pp() > 1) {
                 why.push(format!(
                     "layers run at ZeRO stage {z}; DeepSpeed's pipeline engine supports ZeRO \
                      stages 0 and 1 only"
@@ -80,8 +77,8 @@ pub fn limits(inst: &Instance, rp: &RuntimePlan) -> Vec<String> {
 }
 
 /// The nearest plan DeepSpeed runs: [`layout::nearest`] with tp 1 and one ZeRO stage (as most
-/// layers), at most ZeRO-1 under pipelining, 1F1B, the micro-batch rounded to
-/// a multiple of dp, every layer checkpointed if any was.
+/// layers), at most ZeRO-1 under pipelining, 1F1B, the micro-batch rounded to a multiple of dp,
+/// every layer checkpointed if any was.
 pub fn nearest(inst: &Instance, plan: &Plan) -> Plan {
     let mut p = layout::nearest(plan, false, true);
     let pp = p.positions().map_or(1, |v| v.last().map_or(0, |&x| x) + 1);
@@ -106,12 +103,6 @@ pub fn nearest(inst: &Instance, plan: &Plan) -> Plan {
     p
 }
 
-/// The distinct ZeRO stages of the plan's stages, in increasing order.
-fn zero_stages(plan: &Plan) -> Vec<u8> {
-    let set: std::collections::BTreeSet<u8> = plan.stages.iter().map(|s| s.zero_stage()).collect();
-    set.into_iter().collect()
-}
-
 /// DeepSpeed's `partition_uniform(num_items, num_parts)` (deepspeed/runtime/utils.py).
 pub fn partition_uniform(items: usize, parts: usize) -> Vec<usize> {
     if items <= parts {
@@ -134,8 +125,8 @@ pub fn write(inst: &Instance, rp: &RuntimePlan) -> Result<String, InputError> {
     let lay: Layout = layout::standard(plan).map_err(|e| InputError::field("plan.stages", e))?;
     let dp = plan.stages[0].dp;
     let (micro, m) = layout::batch(inst, plan);
-    let zero = match zero_stages(plan).as_slice() {
-        [z] if dp > 1 => *z,
+    let zero = match layout::zero_stages(plan).as_slice() {
+        [z] => *z,
         _ => 0,
     };
     let checkpointed = plan.stages.iter().any(|s| !s.checkpoint.is_empty());

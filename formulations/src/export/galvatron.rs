@@ -54,7 +54,10 @@ pub fn nearest(_inst: &Instance, plan: &Plan) -> Plan {
 /// without such a stage (any default runs the plan), an error when they are at ZeRO-1 or at
 /// several ZeRO stages, which one default cannot run.
 fn replicated_type(plan: &Plan) -> Result<Option<&'static str>, String> {
-    let stages = layout::replicated_zero_stages(plan);
+    let stages: Vec<u8> = layout::zero_stages(plan)
+        .into_iter()
+        .filter(|&z| z < 3)
+        .collect();
     match stages.as_slice() {
         [] => Ok(None),
         [z] => default_dp_type(*z).map(Some).ok_or_else(|| {

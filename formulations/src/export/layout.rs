@@ -252,19 +252,19 @@ pub fn nearest(plan: &Plan, gpipe: bool, uniform: bool) -> Plan {
     }
 }
 
-/// The distinct ZeRO stages of the plan's replicated stages (several sharers, `sdp` off), in
-/// increasing order.
-pub fn replicated_zero_stages(plan: &Plan) -> Vec<u8> {
+/// The distinct ZeRO stages ([`Stage::zero_stage`], 3 for `sdp`) of the plan's stages with
+/// several sharers, in increasing order: a stage on one replica divides nothing.
+pub fn zero_stages(plan: &Plan) -> Vec<u8> {
     let set: std::collections::BTreeSet<u8> = plan
         .stages
         .iter()
-        .filter(|s| !s.sdp && s.sharers() > 1)
-        .map(|s| s.zero)
+        .filter(|s| s.sharers() > 1)
+        .map(Stage::zero_stage)
         .collect();
     set.into_iter().collect()
 }
 
-/// Gives the plan's replicated stages (as [`replicated_zero_stages`]) the ZeRO stage (0 to 3)
+/// Gives the plan's replicated stages (several sharers, `sdp` off) the ZeRO stage (0 to 3)
 /// `runs` maps theirs to, then, if they still differ, the one covering the most layers (the
 /// higher on a tie: it divides more).
 pub fn one_zero_stage(plan: &mut Plan, runs: impl Fn(u8) -> u8) {

@@ -2,10 +2,10 @@
 //! the pipeline split, activation recomputation and the batch. Megatron runs one tp and one dp
 //! degree everywhere (ranks: tp fastest, then dp, then pp), embeds on the first stage and
 //! computes the output layer and loss on the last; replicated stages at ZeRO-1 run its
-//! distributed optimizer (`--use-distributed-optimizer`); uneven splits are given by the first and last
-//! stages' layer counts (`--decoder-first/last-pipeline-num-layers`, the middle stages even) or,
-//! for any other split, by `--pipeline-model-parallel-layout` (`E` embedding, `t` transformer
-//! layer, `L` output layer and loss, `|` between stages).
+//! distributed optimizer (`--use-distributed-optimizer`); uneven splits are given by the first
+//! and last stages' layer counts (`--decoder-first/last-pipeline-num-layers`, the middle stages
+//! even) or, for any other split, by `--pipeline-model-parallel-layout` (`E` embedding, `t`
+//! transformer layer, `L` output layer and loss, `|` between stages).
 
 use super::layout::{self, Layout, Role};
 use super::RuntimePlan;
@@ -67,8 +67,7 @@ pub fn limits(inst: &Instance, rp: &RuntimePlan) -> Vec<String> {
              divides the optimizer states only (ZeRO-1) and keeps the gradient buffer whole"
         ));
     }
-    let zero = layout::replicated_zero_stages(plan);
-    if zero.len() > 1 {
+    if layout::zero_stages(plan).iter().filter(|&&z| z < 3).count() > 1 {
         why.push(
             "some replicated stages divide their optimizer states and others do not; \
              --use-distributed-optimizer applies to the whole model"
@@ -87,9 +86,8 @@ pub fn limits(inst: &Instance, rp: &RuntimePlan) -> Vec<String> {
 }
 
 /// The nearest plan Megatron-LM runs: [`layout::nearest`] with one tp and one ZeRO stage (as most
-/// layers), at most ZeRO-1, 1F1B,
-/// micro-batches rounded to a multiple of dp, and every stage recomputing as many of its first
-/// transformer layers as the stage that recomputed the most.
+/// layers), at most ZeRO-1, 1F1B, micro-batches rounded to a multiple of dp, and every stage
+/// recomputing as many of its first transformer layers as the stage that recomputed the most.
 pub fn nearest(inst: &Instance, plan: &Plan) -> Plan {
     let mut p = layout::nearest(plan, false, true);
     for st in &mut p.stages {
@@ -203,7 +201,7 @@ pub fn write(inst: &Instance, rp: &RuntimePlan) -> Result<String, InputError> {
         format!("--num-layers {blocks}"),
     ];
     args.extend(split(&blocks_per_stage, &lay, plan, &roles));
-    if layout::replicated_zero_stages(plan) == [1] {
+    if layout::zero_stages(plan) == [1] {
         args.push("--use-distributed-optimizer".into());
     }
     args.push(format!("--micro-batch-size {}", micro / dp));

@@ -77,8 +77,8 @@ pub fn limits(inst: &Instance, rp: &RuntimePlan) -> Vec<String> {
 }
 
 /// The nearest plan torchtitan runs: [`layout::nearest`] with one tp and one sharding (ZeRO-1
-/// and -2 sharded as FSDP), the
-/// micro-batch rounded to a multiple of dp, every block checkpointed if any layer was.
+/// and -2 sharded as FSDP), the micro-batch rounded to a multiple of dp, every block
+/// checkpointed if any layer was.
 pub fn nearest(inst: &Instance, plan: &Plan) -> Plan {
     let mut p = layout::nearest(plan, true, true);
     layout::one_zero_stage(&mut p, |z| if z > 0 { 3 } else { 0 });

@@ -91,7 +91,7 @@ pub fn derive(inst: &Instance) -> LayerTypes {
     let settings = Settings {
         num_nodes: gpus / per_node,
         num_gpus_per_node: per_node,
-        memory_constraint: inst.usable_memory() / (1024.0 * MB),
+        memory_constraint: memory_constraint_gb(inst),
         mixed_precision: if mixed { "bf16" } else { "fp32" }.into(),
         pipeline_type: if inst.training.schedule == ScheduleKind::Gpipe {
             PipelineType::Gpipe
@@ -124,6 +124,12 @@ pub fn derive(inst: &Instance) -> LayerTypes {
         },
         settings,
     }
+}
+
+/// The engine's `memory_constraint` (GB of 1024 MB) for the instance: its usable memory
+/// ([`Instance::usable_memory`]), which the evaluator judges against.
+pub fn memory_constraint_gb(inst: &Instance) -> f64 {
+    inst.usable_memory() / (1024.0 * MB)
 }
 
 /// The instance's extension, or the derived one; the flag says whether it was derived.
