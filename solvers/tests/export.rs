@@ -632,6 +632,21 @@ fn zero_stages_per_runtime() {
     let (why, nearest) = refused(Format::Megatron, &inst, &at_zero(&pipelined, 2));
     assert!(why[0].contains("ZeRO-2"), "{why:?}");
     assert!(nearest.stages.iter().all(|s| s.zero_stage() == 1));
+    // The refusal describes the nearest plan with its ZeRO stage.
+    let e = export(
+        Format::Megatron,
+        &inst,
+        &RuntimePlan::of(at_zero(&pipelined, 2)),
+    )
+    .unwrap_err();
+    let ExportError::Inexpressible(x) = e else {
+        panic!("{e:?}")
+    };
+    let text = x.message(&inst, &at_zero(&pipelined, 2));
+    assert!(
+        text.contains("(2 pipeline stages, tp 1, dp 4, ZeRO 1, 1F1B"),
+        "{text}"
+    );
     // torchtitan and PipeDream: neither divides part of the states.
     let (why, nearest) = refused(Format::Torchtitan, &inst, &at_zero(&pipelined, 2));
     assert!(why[0].contains("ZeRO-2"), "{why:?}");

@@ -28,7 +28,7 @@ impl Inexpressible {
     }
 }
 
-/// Stages, degrees, schedule and batch of a plan, in a few words.
+/// Stages, degrees, ZeRO stages, schedule and batch of a plan, in a few words.
 fn shape(inst: &Instance, plan: &Plan) -> String {
     let set = |f: &dyn Fn(&Stage) -> u32| {
         let v: BTreeSet<u32> = plan.stages.iter().map(f).collect();
@@ -49,8 +49,15 @@ fn shape(inst: &Instance, plan: &Plan) -> String {
             format!("{kind}, {m} micro-batches of {micro} samples")
         }
     };
+    // The ZeRO stage is said only where some stage divides its states.
+    let zero = if plan.stages.iter().any(|s| s.zero_stage() > 0) {
+        format!(", ZeRO {}", set(&|s| u32::from(s.zero_stage())))
+    } else {
+        String::new()
+    };
     format!(
-        "{positions} pipeline stages, tp {}, dp {}, {batch}",
+        "{positions} pipeline stage{}, tp {}, dp {}{zero}, {batch}",
+        if positions == 1 { "" } else { "s" },
         set(&|s| s.tp),
         set(&|s| s.dp)
     )
