@@ -1,6 +1,7 @@
 //! Galvatron formulations: importer, strategy space, cost model (hand-computed values on the
 //! hand-written fixtures of `tests/fixtures/galvatron/`), derivation, and input errors.
 
+use pipeplan_formulations::evaluate::breakdown::memory_breakdown;
 use pipeplan_formulations::galvatron::cost::{
     chunk_like_torch, layer_memory, layer_time, other_time, pipeline_cost, transition, MemoryCall,
     PipelineCall,
@@ -9,7 +10,7 @@ use pipeplan_formulations::galvatron::derive::{derive, layer_types};
 use pipeplan_formulations::galvatron::fit::FitMethod;
 use pipeplan_formulations::galvatron::import::{import, import_file};
 use pipeplan_formulations::galvatron::{strategy, LayerTypes, PipelineType, Settings, Strategy};
-use pipeplan_formulations::Instance;
+use pipeplan_formulations::{evaluate, Instance, Plan, Schedule, Stage};
 use std::path::{Path, PathBuf};
 
 fn fixtures() -> PathBuf {
@@ -64,6 +65,44 @@ fn import_reads_profiles_settings_and_hardware() {
     // The instance round-trips through JSON with its extension.
     let back = Instance::from_json(&inst.to_json()).unwrap();
     assert_eq!(LayerTypes::from_instance(&back).unwrap().unwrap(), lt);
+}
+
+#[test]
+fn imported_weights_follow_the_engines_precision() {
+    const MB: f64 = 1048576.0;
+    // bf16: the engine's parameter_size is 4 bytes per parameter; the chain stores the 2-byte
+    // weights, with the fp32 master copy and Adam's moments as 6 weight-sized states. fp32: the
+    // weights are parameter_size, with the 2 moments. Both are the engine's 4 x parameter_size.
+    let mut fp32 = config_doc();
+    fp32["config"]["mixed_precision"] = "fp32".into();
+    let fp32 = import(&fp32, &fixtures()).unwrap();
+    let (bf16, lt) = tiny();
+    for (inst, bytes, factor) in [(&bf16, 2.0, 6.0), (&fp32, 4.0, 2.0)] {
+        assert_eq!(inst.training.optimizer_state_factor, factor);
+        let parameter_mb = [lt.types[0].parameter_mb, lt.types[1].parameter_mb];
+        for (l, layer) in inst.model.layers.iter().enumerate() {
+            let p = parameter_mb[l / 4];
+            close(layer.weights, p * MB * bytes / 4.0);
+            close(layer.weights * (2.0 + factor), 4.0 * p * MB);
+        }
+    }
+    // ZeRO-2 over 4 replicas keeps the bf16 weights whole and divides the rest: 1/8 of the
+    // model states whole, 7/8 divided, the engine's zero2_ratio (without its 0.003 bias).
+    let mut plan = Plan {
+        order: None,
+        stages: vec![Stage {
+            gpus: (0..4).collect(),
+            dp: 4,
+            ..Stage::single(0, 7, 0)
+        }],
+        schedule: Schedule::one_f_one_b_star(None),
+    };
+    plan.stages[0].set_zero_stage(2);
+    let ev = evaluate(&bf16, &plan).unwrap();
+    let part = &memory_breakdown(&bf16, &plan, &ev)[0];
+    let states: f64 = 4.0 * (lt.types[0].parameter_mb + lt.types[1].parameter_mb) * 4.0 * MB;
+    close(part.weights, states / 8.0);
+    close(part.gradients + part.optimizer, states * 7.0 / 8.0 / 4.0);
 }
 
 #[test]
@@ -390,6 +429,7 @@ fn other_time_pipeline_cost_and_transitions() {
 #[test]
 fn derivation_covers_every_shipped_instance() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../instances");
+    let mut adam_checked = 0;
     for e in std::fs::read_dir(dir).unwrap() {
         let p = e.unwrap().path();
         if p.extension().and_then(|x| x.to_str()) != Some("json") {
@@ -407,9 +447,26 @@ fn derivation_covers_every_shipped_instance() {
             lt.types[l].activation(1).unwrap() * mb * 1048576.0,
             chain.saved[l],
         );
-        close(lt.types[l].parameter_mb * 1048576.0, chain.weights[l]);
+        // The engine counts 4 bytes per parameter: the stored weights with fp32, twice them
+        // with 2-byte mixed-precision weights.
+        let per_parameter = if lt.settings.mixed() { 2.0 } else { 1.0 };
+        close(
+            lt.types[l].parameter_mb * 1048576.0,
+            chain.weights[l] * per_parameter,
+        );
+        // Under Adam (factor 2 in fp32, 6 with an fp32 master copy) the engine's model states,
+        // 4 x parameter_size, are the chain's: weights, gradients and optimizer states.
+        let adam = if lt.settings.mixed() { 6.0 } else { 2.0 };
+        if inst.training.optimizer_state_factor == adam {
+            adam_checked += 1;
+            close(
+                4.0 * lt.types[l].parameter_mb * 1048576.0,
+                chain.weights[l] * (2.0 + adam),
+            );
+        }
         assert_eq!(lt.settings.gpu_num(), inst.cluster.gpus);
     }
+    assert!(adam_checked > 0, "no shipped instance trains with Adam");
     // An extension in the instance wins over the derivation.
     let (inst, lt) = tiny();
     assert_eq!(layer_types(&inst).unwrap(), (lt, false));

@@ -214,7 +214,7 @@ pub fn recipe() -> Recipe {
         scenarios,
         published: AsPublished {
             galvatron_fits: GALVATRON_FITS,
-            base: sailor_sizes_as_published,
+            base: sizes_as_published,
             member: freeze,
         },
     }
@@ -229,6 +229,38 @@ const DNNP_OPS_WHY: &str = "A real operator-level training graph of the dnn-part
 const GALVATRON_WHY: &str = "Galvatron's measured profiles, as its search engine reads them.";
 const SAILOR_WHY: &str = "Sailor's measured per-layer profiles, on the cluster of its measured \
                           training runs.";
+
+/// A member's sizes as v1 was published, before its memory levels are derived: the Sailor
+/// ones ([`sailor_sizes_as_published`]) and the Galvatron ones
+/// ([`galvatron_sizes_as_published`]).
+fn sizes_as_published(inst: &mut pipeplan_formulations::Instance) {
+    sailor_sizes_as_published(inst);
+    galvatron_sizes_as_published(inst);
+}
+
+/// The Galvatron importer's words on the weights when v1 was generated.
+const GALVATRON_WEIGHTS_V1: &str = "weights = parameter_size MB,";
+
+/// A Galvatron member's sizes as v1 was published. v1 was generated when the Galvatron importer
+/// stored the engine's `parameter_size` (4 bytes per parameter) as the weights at every
+/// precision, with Adam's fp32 factor 2; under mixed precision it now stores the 2-byte weights
+/// with factor 6 (the same 16 bytes per parameter, split as the runtime keeps them;
+/// `docs/galvatron.md`, "Import"). For v1 the weights are doubled back (exact), the factor and
+/// the note restored (`docs/suite.md`, "Versions"). Other instances are left unchanged.
+fn galvatron_sizes_as_published(inst: &mut pipeplan_formulations::Instance) {
+    use pipeplan_formulations::galvatron::import::WEIGHTS_NOTE;
+    use pipeplan_formulations::instance::Precision;
+    if !inst.source.contains(WEIGHTS_NOTE) {
+        return;
+    }
+    if inst.training.precision == Some(Precision::Mixed) {
+        for layer in &mut inst.model.layers {
+            layer.weights *= 2.0;
+        }
+    }
+    inst.training.optimizer_state_factor = 2.0;
+    inst.source = inst.source.replace(WEIGHTS_NOTE, GALVATRON_WEIGHTS_V1);
+}
 
 /// The Sailor importer's notes on sizes and optimizer states when v1 was generated.
 const SAILOR_SIZES_V1: &str = "Sizes: llm_info.json; weights = params_floats x 2 bytes (fp16), output = act_output_floats x 2 bytes per sample, saved = act_mem_floats x 4 bytes per sample (the profiler's allocation).";

@@ -3,10 +3,10 @@
 //! Rule (also in `docs/galvatron.md`): every chain layer becomes its own layer type (count 1) at
 //! the trained micro-batch; per sample: `forward_ms_per_sample = forward / micro_batch`,
 //! `activation_mb_per_sample[d] = saved / micro_batch / d / 2^20` for every power-of-two d up to
-//! the GPU count, `checkpoint` = the layer's input per sample; `parameter_mb = weights / 2^20`
-//! (the engine's model states are 4x parameters); `seq_len = 1` and `hidden_size` = output bytes
-//! per sample / element size, so that the engine's message sizes equal the chain's activation
-//! bytes. No embedding/head ("other") memory or time. Allreduce coefficients are
+//! the GPU count, `checkpoint` = the layer's input per sample; `parameter_mb` = the weights at
+//! the engine's 4 bytes per parameter / 2^20 (`settings::parameter_mb`; its model states are 4x
+//! that); `seq_len = 1` and `hidden_size` = output bytes per sample / element size, so that the
+//! engine's message sizes equal the chain's activation bytes. No embedding/head ("other") memory or time. Allreduce coefficients are
 //! `1000 * 2^20 / bandwidth` ms/MB, with the inter-node bandwidth for groups that leave a node
 //! (consecutive groups larger than a node; strided groups on more than one node); p2p likewise;
 //! overlap coefficient 1.3 (the engine's default). Settings: one batch of
@@ -16,7 +16,7 @@
 //! the budget is at most 128 units (rounded up, never optimistic).
 
 use super::profile::{Hardware, LayerType, LayerTypes, Other, OtherMemory};
-use super::settings::{PipelineType, Settings};
+use super::settings::{parameter_mb, PipelineType, Settings};
 use crate::instance::{Instance, Precision, ScheduleKind, Traffic};
 use std::collections::BTreeMap;
 
@@ -52,7 +52,7 @@ pub fn derive(inst: &Instance) -> LayerTypes {
                 layers: 1,
                 seq_len: 1.0,
                 hidden_size: chain.act[l + 1] / mb / elem,
-                parameter_mb: chain.weights[l] / MB,
+                parameter_mb: parameter_mb(chain.weights[l], elem),
                 activation_mb_per_sample: act,
                 forward_ms_per_sample: chain.forward[l] / mb,
             }

@@ -170,6 +170,15 @@ impl Settings {
             4.0
         }
     }
+    /// Bytes of a layer's stored weights in pipeplan's chain from the engine's `parameter_size`
+    /// (MB). The engine counts 4 bytes per parameter at every precision (its model states are
+    /// `4 x parameter_size`: fp32 weights, gradients and Adam's two moments, or under mixed
+    /// precision the same 16 bytes as 2-byte weights and gradients and an fp32 master copy with
+    /// the moments); the chain stores weights at the trained element size, 2 bytes under mixed
+    /// precision, with the master copy among the optimizer states (`docs/galvatron.md`, "Import").
+    pub fn weight_bytes(&self, parameter_mb: f64) -> f64 {
+        weight_bytes(parameter_mb, self.element_bytes())
+    }
     /// Whether the `disable_*` filters apply: `full`, `dp+tp` and `dp+pp`. The one-strategy
     /// presets (`3d`, `dp`, `sdp`, `tp`, `pp`) skip them, as the engine's
     /// `generate_strategies` returns before them.
@@ -347,4 +356,20 @@ impl Default for Quirks {
             even_division_single_type: true,
         }
     }
+}
+
+/// Bytes per parameter in the engine's `parameter_size`, whatever the precision.
+const ENGINE_BYTES_PER_PARAMETER: f64 = 4.0;
+const MB: f64 = 1024.0 * 1024.0;
+
+/// Stored weight bytes from the engine's `parameter_size` (MB) at an element size of
+/// `element_bytes` (see [`Settings::weight_bytes`]).
+pub(crate) fn weight_bytes(parameter_mb: f64, element_bytes: f64) -> f64 {
+    parameter_mb * MB * element_bytes / ENGINE_BYTES_PER_PARAMETER
+}
+
+/// The engine's `parameter_size` (MB) of `weight_bytes` stored at `element_bytes`: the inverse of
+/// [`weight_bytes`].
+pub(crate) fn parameter_mb(weight_bytes: f64, element_bytes: f64) -> f64 {
+    weight_bytes / MB * ENGINE_BYTES_PER_PARAMETER / element_bytes
 }

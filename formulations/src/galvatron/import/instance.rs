@@ -4,6 +4,7 @@
 use crate::error::InputError;
 use crate::galvatron::profile::{LayerTypes, EXTENSION};
 use crate::galvatron::settings::{PipelineType, Settings};
+use crate::generate::Optimizer;
 use crate::instance::{
     Bandwidth, Cluster, Instance, Layer, Model, Precision, ScheduleKind, Training, FORMAT,
 };
@@ -54,7 +55,7 @@ fn layers(lt: &LayerTypes) -> Vec<Layer> {
                 kind: Some(t.name.clone()),
                 forward: t.forward_ms_per_sample,
                 backward: 2.0 * t.forward_ms_per_sample,
-                weights: t.parameter_mb * MB,
+                weights: lt.settings.weight_bytes(t.parameter_mb),
                 output: out,
                 saved: Some(t.activation(1).unwrap_or(0.0) * MB),
                 cut: None,
@@ -91,6 +92,11 @@ fn cluster(lt: &LayerTypes) -> Cluster {
 
 /// The engine's settled batch and chunks, pipeline type and precision.
 fn training(s: &Settings) -> Training {
+    let precision = if s.mixed() {
+        Precision::Mixed
+    } else {
+        Precision::Fp32
+    };
     let mb = if s.settle_bsz > 0 && s.settle_chunk > 0 {
         Some(((s.settle_bsz / s.settle_chunk) as u32).max(1))
     } else {
@@ -104,22 +110,24 @@ fn training(s: &Settings) -> Training {
             PipelineType::PipedreamFlush => ScheduleKind::OneFOneB,
         },
         weight_versions: 1,
-        optimizer_state_factor: 2.0,
-        precision: Some(if s.mixed() {
-            Precision::Mixed
-        } else {
-            Precision::Fp32
-        }),
+        // The engine's model states are Adam's (4 x parameter_size).
+        optimizer_state_factor: Optimizer::Adam.state_factor(precision),
+        precision: Some(precision),
     }
 }
+
+/// The `source` note's words on the weights and optimizer states (`docs/galvatron.md`, "Import").
+pub const WEIGHTS_NOTE: &str = "weights = parameter_size MB (4 bytes per parameter), halved \
+     under mixed precision (2-byte weights, optimizer_state_factor 6 for the fp32 master copy and \
+     Adam's moments),";
 
 /// The instance's `source`: what was imported and how, the engine arguments left unused, notes.
 fn source(name: &str, ignored: &[String], notes: &[String]) -> String {
     let mut source = format!(
         "Galvatron profiles of {name}, imported by pipeplan: chain per sample (model.batch 1), \
-         backward = 2 x forward (the engine's bct_fct_coe), weights = parameter_size MB, saved = \
-         tp-1 activation per sample; cluster bandwidths are informative (the layer_types \
-         extension carries the engine's coefficients)."
+         backward = 2 x forward (the engine's bct_fct_coe), {WEIGHTS_NOTE} saved = tp-1 \
+         activation per sample; cluster bandwidths are informative (the layer_types extension \
+         carries the engine's coefficients)."
     );
     if !ignored.is_empty() {
         source.push_str(&format!(

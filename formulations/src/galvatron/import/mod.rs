@@ -31,6 +31,7 @@ use super::profile_modes::mode;
 use super::settings::Settings;
 use crate::error::InputError;
 use crate::instance::Instance;
+pub use instance::WEIGHTS_NOTE;
 use json::{read_json, read_ordered};
 use layers::Profiles;
 use serde_json::{Map, Value};
