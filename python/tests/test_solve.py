@@ -480,7 +480,7 @@ def test_export_warns_as_the_cli_when_the_plan_does_not_fit(cli, tmp_path):
     assert [str(w.message) for w in told] == [warning.split(": ", 2)[2]]
     assert "does not fit: GPU " in warning
     # A plan that fits: no warning from either.
-    fits = pipeplan.solve(inst, "galvatron-base", time_limit=30)
+    fits = pipeplan.solve(inst, "balanced-memory")
     assert fits.evaluated["fits"]
     (tmp_path / "fits.json").write_text(fits.to_json())
     out = cli("export", tmp_path / "fits.json", path, "--to", "megatron")

@@ -132,14 +132,37 @@ pub fn memory_constraint_gb(inst: &Instance) -> f64 {
     inst.usable_memory() / (1024.0 * MB)
 }
 
-/// The instance's extension, or the derived one; the flag says whether it was derived.
-pub fn layer_types(inst: &Instance) -> Result<(LayerTypes, bool), crate::InputError> {
-    match LayerTypes::from_instance(inst)? {
-        Some(lt) => Ok((lt, false)),
+/// The layer types a Galvatron planner searches (see [`layer_types`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Searched {
+    /// The instance's extension, or the derived one, planning against the instance's budget.
+    pub layer_types: LayerTypes,
+    /// Whether they were derived from the chain (the instance has no extension).
+    pub derived: bool,
+    /// The extension's own `memory_constraint` (GB), when it differed from the budget.
+    pub replaced_budget: Option<f64>,
+}
+
+/// The instance's extension, or the derived one, with the memory budget the evaluator judges
+/// against ([`memory_constraint_gb`]): whatever the engine's arguments said when it was
+/// imported, a plan is judged against the instance's GPU memory less a calibration's reserve
+/// (`docs/galvatron.md`, "The budget").
+pub fn layer_types(inst: &Instance) -> Result<Searched, crate::InputError> {
+    let (mut lt, derived) = match LayerTypes::from_instance(inst)? {
+        Some(lt) => (lt, false),
         None => {
             let lt = derive(inst);
             lt.check(inst.num_layers())?;
-            Ok((lt, true))
+            (lt, true)
         }
-    }
+    };
+    let budget = memory_constraint_gb(inst);
+    let replaced_budget =
+        (lt.settings.memory_constraint != budget).then_some(lt.settings.memory_constraint);
+    lt.settings.memory_constraint = budget;
+    Ok(Searched {
+        layer_types: lt,
+        derived,
+        replaced_budget,
+    })
 }

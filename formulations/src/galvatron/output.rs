@@ -7,6 +7,7 @@
 //! a solution of a Galvatron planner carries them so that its export is the engine's file.
 
 use crate::error::InputError;
+use crate::Stage;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -72,18 +73,20 @@ pub struct Extras {
     pub default_dp_type: String,
 }
 
-/// The ZeRO stage ([`Stage::zero_stage`](crate::Stage::zero_stage)) Galvatron's runtime runs a
-/// layer at: 3 when its `dp_types_enc` flag is set, else its `default_dp_type`'s (`zero3` 3,
-/// `zero2` 2, `ddp` 0) when it has several sharers ([`Stage::sharers`](crate::Stage::sharers)),
-/// else 0, as nothing is divided.
-pub fn zero_stage(default_dp_type: &str, flagged: bool, sharers: u32) -> u8 {
-    match default_dp_type {
+/// A run of layers as Galvatron's runtime runs it: `stage` with the ZeRO stage
+/// ([`Stage::zero_stage`]) 3 when the layers' `dp_types_enc` flag is set, else, when it has
+/// several sharers ([`Stage::sharers`]), its `default_dp_type`'s (`zero3` 3, `zero2` 2, `ddp` 0),
+/// else 0, as nothing is divided. The engine's search takes `zero3` as `ddp`; its runtime shards.
+pub fn as_run(mut stage: Stage, default_dp_type: &str, flagged: bool) -> Stage {
+    let zero = match default_dp_type {
         _ if flagged => 3,
-        _ if sharers < 2 => 0,
+        _ if stage.sharers() < 2 => 0,
         "zero3" => 3,
         "zero2" => 2,
         _ => 0,
-    }
+    };
+    stage.set_zero_stage(zero);
+    stage
 }
 
 /// The `default_dp_type` that runs ZeRO stage `z`: `ddp` (0), `zero2` (2), `zero3` (3); `None`

@@ -7,7 +7,7 @@
 use crate::error::InputError;
 use crate::export::layout::strided;
 use crate::export::RuntimePlan;
-use crate::galvatron::output::{split, zero_stage, Extras, OutputConfig};
+use crate::galvatron::output::{as_run, split, Extras, OutputConfig};
 use crate::instance::Instance;
 use crate::plan::{Plan, Schedule, Stage};
 
@@ -256,7 +256,7 @@ fn stages(
                 ));
             }
             let dp = w / t;
-            stages.push(Stage {
+            let stage = Stage {
                 gpus: if consec[l] {
                     (base..base + w).collect()
                 } else {
@@ -271,9 +271,8 @@ fn stages(
                     Vec::new()
                 },
                 ..Stage::single(l, e, base)
-            });
-            let st = stages.last_mut().expect("just pushed");
-            st.set_zero_stage(zero_stage(default_dp_type, sdp[l], st.sharers()));
+            };
+            stages.push(as_run(stage, default_dp_type, sdp[l]));
             l = e + 1;
         }
         first = end;

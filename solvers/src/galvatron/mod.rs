@@ -25,7 +25,7 @@ use crate::algorithm::{
     Stats, Status, Unsupported,
 };
 use crate::settings::{Kind, Param};
-use pipeplan_formulations::galvatron::derive::{layer_types, memory_constraint_gb};
+use pipeplan_formulations::galvatron::derive::{layer_types, Searched};
 use pipeplan_formulations::{InputError, Instance};
 use search::{Division, Engine};
 
@@ -130,18 +130,18 @@ impl Algorithm for Galvatron {
         p
     }
     fn compute(&self, inst: &Instance, ctx: &Context) -> Result<Solution, SolveError> {
-        let (mut lt, derived) = layer_types(inst)?;
-        // The budget is the memory the evaluator judges against (the instance's GPU memory less
-        // a calibration's reserve), whatever the engine's arguments said when it was imported.
-        let budget = memory_constraint_gb(inst);
-        let budget_note = (lt.settings.memory_constraint != budget).then(|| {
+        let Searched {
+            layer_types: mut lt,
+            derived,
+            replaced_budget,
+        } = layer_types(inst)?;
+        let budget_note = replaced_budget.map(|theirs| {
             format!(
-                "memory budget {budget} GB per GPU, the instance's usable memory, in place of the \
-                 layer_types settings' memory_constraint {} GB",
+                "memory budget {} GB per GPU, the instance's usable memory, in place of the \
+                 layer_types settings' memory_constraint {theirs} GB",
                 lt.settings.memory_constraint
             )
         });
-        lt.settings.memory_constraint = budget;
         let s = &ctx.settings;
         if let Some(b) = s.integer("settle_bsz") {
             lt.settings.settle_bsz = b;

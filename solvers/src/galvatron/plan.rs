@@ -6,7 +6,7 @@
 
 use super::engine::Found;
 use pipeplan_formulations::export::layout::strided;
-use pipeplan_formulations::galvatron::output::{zero_stage, Extras};
+use pipeplan_formulations::galvatron::output::{as_run, Extras};
 use pipeplan_formulations::galvatron::{LayerTypes, PipelineType, Strategy};
 use pipeplan_formulations::{Instance, Plan, Schedule, Stage};
 
@@ -25,7 +25,7 @@ pub fn to_plan(inst: &Instance, lt: &LayerTypes, f: &Found) -> Plan {
             while e + 1 < start + n && b.strategies[e + 1] == s {
                 e += 1;
             }
-            stages.push(Stage {
+            let stage = Stage {
                 dp: s.dp,
                 tp: s.tp,
                 ulysses: s.sp,
@@ -36,12 +36,9 @@ pub fn to_plan(inst: &Instance, lt: &LayerTypes, f: &Found) -> Plan {
                     gpus.clone()
                 },
                 ..Stage::single(l, e, gpus[0])
-            });
-            // What the runtime runs: the engine's search takes `zero3` as `ddp`, its runtime
-            // shards.
-            let st = stages.last_mut().expect("just pushed");
-            let default = &lt.settings.default_dp_type;
-            st.set_zero_stage(zero_stage(default, s.sdp(), st.sharers()));
+            };
+            // What the runtime runs, as the evaluator judges it.
+            stages.push(as_run(stage, &lt.settings.default_dp_type, s.sdp()));
             l = e + 1;
         }
         start += n;
