@@ -6,8 +6,8 @@
 //! the GPU count, `checkpoint` = the layer's input per sample; `parameter_mb` = the weights at
 //! the engine's 4 bytes per parameter / 2^20 (`settings::parameter_mb`; its model states are 4x
 //! that); `seq_len = 1` and `hidden_size` = output bytes per sample / element size, so that the
-//! engine's message sizes equal the chain's activation bytes. No embedding/head ("other") memory or time. Allreduce coefficients are
-//! `1000 * 2^20 / bandwidth` ms/MB, with the inter-node bandwidth for groups that leave a node
+//! engine's message sizes equal the chain's activation bytes. No embedding/head ("other") memory
+//! or time. Allreduce coefficients are `1000 * 2^20 / bandwidth` ms/MB, with the inter-node bandwidth for groups that leave a node
 //! (consecutive groups larger than a node; strided groups on more than one node); p2p likewise;
 //! overlap coefficient 1.3 (the engine's default). Settings: one batch of
 //! `micro_batch x micro_batches` samples in `micro_batches` chunks, memory budget = GPU memory,
@@ -17,10 +17,9 @@
 
 use super::profile::{Hardware, LayerType, LayerTypes, Other, OtherMemory};
 use super::settings::{parameter_mb, PipelineType, Settings};
+use super::MB;
 use crate::instance::{Instance, Precision, ScheduleKind, Traffic};
 use std::collections::BTreeMap;
-
-const MB: f64 = 1024.0 * 1024.0;
 
 /// The largest power of two at most `n` (1 for 0).
 fn pow2_floor(n: u32) -> u32 {

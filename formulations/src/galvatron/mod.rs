@@ -25,6 +25,9 @@ mod profile_modes;
 pub mod settings;
 pub mod strategy;
 
+/// The engine's megabyte (MiB): its profiles' sizes are in units of 2^20 bytes.
+const MB: f64 = 1024.0 * 1024.0;
+
 pub use profile::{LayerTypes, EXTENSION};
 pub use settings::{PipelineType, Quirks, Settings};
 pub use strategy::Strategy;

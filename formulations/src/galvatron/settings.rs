@@ -1,6 +1,7 @@
 //! The engine's search arguments (a subset of Hetu-Galvatron's `search_engine` arguments) and the
 //! switches that turn each of the engine's quirks on or off.
 
+use super::MB;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -360,7 +361,6 @@ impl Default for Quirks {
 
 /// Bytes per parameter in the engine's `parameter_size`, whatever the precision.
 const ENGINE_BYTES_PER_PARAMETER: f64 = 4.0;
-const MB: f64 = 1024.0 * 1024.0;
 
 /// Stored weight bytes from the engine's `parameter_size` (MB) at an element size of
 /// `element_bytes` (see [`Settings::weight_bytes`]).

@@ -24,8 +24,7 @@ pub use transition::transition;
 
 use super::profile::LayerType;
 use super::strategy::Strategy;
-
-const MB: f64 = 1024.0 * 1024.0;
+use super::MB;
 
 /// Sizes of `torch.arange(size).chunk(chunks)`.
 pub fn chunk_like_torch(size: u64, chunks: u64) -> Vec<u64> {

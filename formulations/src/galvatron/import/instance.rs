@@ -4,12 +4,11 @@
 use crate::error::InputError;
 use crate::galvatron::profile::{LayerTypes, EXTENSION};
 use crate::galvatron::settings::{PipelineType, Settings};
+use crate::galvatron::MB;
 use crate::generate::Optimizer;
 use crate::instance::{
     Bandwidth, Cluster, Instance, Layer, Model, Precision, ScheduleKind, Training, FORMAT,
 };
-
-const MB: f64 = 1024.0 * 1024.0;
 
 /// The pipeplan instance of an extension: one chain layer per profiled layer, per sample.
 pub(super) fn instance(
