@@ -659,15 +659,20 @@ fn zero_stages_per_runtime() {
 #[test]
 fn galvatron_default_dp_type_is_the_replicated_stages_zero_stage() {
     let inst = llm(6, 8);
+    // 4 micro-batches: Galvatron's runtime (async_grad_reduce, its default, as the instance has
+    // no settings) holds the gradients whole until the last, so its zero2 is ZeRO-1. One
+    // micro-batch: zero2 is ZeRO-2.
     let p = plan(&[(0, 3), (4, 7)], 4, 2, sync(4, 8));
+    let once = plan(&[(0, 3), (4, 7)], 4, 2, sync(1, 8));
     let config =
         |p: &Plan| -> Value { serde_json::from_str(&ok(Format::Galvatron, &inst, p)).unwrap() };
-    for (z, default, flags) in [
-        (0, "ddp", "0,0,0,0,0,0,0,0"),
-        (2, "zero2", "0,0,0,0,0,0,0,0"),
-        (3, "ddp", "1,1,1,1,1,1,1,1"),
+    for (p, z, default, flags) in [
+        (&p, 0, "ddp", "0,0,0,0,0,0,0,0"),
+        (&p, 1, "zero2", "0,0,0,0,0,0,0,0"),
+        (&once, 2, "zero2", "0,0,0,0,0,0,0,0"),
+        (&p, 3, "ddp", "1,1,1,1,1,1,1,1"),
     ] {
-        let q = at_zero(&p, z);
+        let q = at_zero(p, z);
         let v = config(&q);
         assert_eq!(v["default_dp_type"], default, "ZeRO-{z}");
         assert_eq!(v["dp_types_enc"], flags, "ZeRO-{z}");
@@ -678,6 +683,21 @@ fn galvatron_default_dp_type_is_the_replicated_stages_zero_stage() {
             &v.to_string(),
         );
     }
+    // With settings that turn async_grad_reduce off, zero2 is ZeRO-2 over 4 micro-batches too.
+    let mut sync_reduce = inst.clone();
+    let mut lt = pipeplan_formulations::galvatron::derive::derive(&inst);
+    lt.settings.async_grad_reduce = false;
+    sync_reduce.extensions.insert(
+        pipeplan_formulations::galvatron::EXTENSION.into(),
+        serde_json::to_value(&lt).unwrap(),
+    );
+    let v: Value =
+        serde_json::from_str(&ok(Format::Galvatron, &sync_reduce, &at_zero(&p, 2))).unwrap();
+    assert_eq!(v["default_dp_type"], "zero2");
+    let rp = PlanFormat::Galvatron
+        .read(&v.to_string(), &sync_reduce, &ReadOptions::default())
+        .unwrap();
+    assert!(rp.plan.stages.iter().all(|s| s.zero == 2));
     // A zero3 file shards its unflagged layers: they read back as sdp and export as they were.
     let mut v = config(&p);
     v["default_dp_type"] = "zero3".into();
@@ -688,19 +708,22 @@ fn galvatron_default_dp_type_is_the_replicated_stages_zero_stage() {
     let again: Value =
         serde_json::from_str(&export(Format::Galvatron, &inst, &rp).unwrap()).unwrap();
     assert_eq!(again, v);
-    // One default for every replicated stage: ZeRO-1, or stages at 0 and 2, are refused, and the
-    // nearest plan runs them all at ZeRO-2.
-    let (why, nearest) = refused(Format::Galvatron, &inst, &at_zero(&p, 1));
+    // The other of ZeRO-1 and -2 is refused, and the nearest plan runs at the one zero2 runs.
+    let (why, nearest) = refused(Format::Galvatron, &inst, &at_zero(&p, 2));
+    assert!(why[0].contains("which is ZeRO-1"), "{why:?}");
+    assert!(nearest.stages.iter().all(|s| s.zero == 1));
+    let (why, nearest) = refused(Format::Galvatron, &inst, &at_zero(&once, 1));
     assert!(why[0].contains("ZeRO-1"), "{why:?}");
     assert!(nearest.stages.iter().all(|s| s.zero == 2));
-    let mut mixed = at_zero(&p, 2);
+    // One default for every replicated stage: stages at 0 and 1 are refused.
+    let mut mixed = at_zero(&p, 1);
     mixed.stages[0].zero = 0;
     let (why, _) = refused(Format::Galvatron, &inst, &mixed);
-    assert!(why[0].contains("ZeRO stages 0, 2"), "{why:?}");
+    assert!(why[0].contains("ZeRO stages 0, 1"), "{why:?}");
     // A solution's extras that contradict its stages are an input error naming the field.
     let mut rp = PlanFormat::Galvatron
         .read(
-            &config(&at_zero(&p, 2)).to_string(),
+            &config(&at_zero(&p, 1)).to_string(),
             &inst,
             &ReadOptions::default(),
         )

@@ -7,13 +7,15 @@
 use super::layout::{self, Layout};
 use super::RuntimePlan;
 use crate::error::InputError;
-use crate::galvatron::output::{default_dp_type, join, Extras, OutputConfig};
+use crate::galvatron::output::{
+    async_grad_reduce, default_dp_type, join, whole_gradients, Extras, OutputConfig,
+};
 use crate::galvatron::LayerTypes;
 use crate::instance::Instance;
 use crate::plan::{Plan, Schedule};
 
 /// Why Galvatron cannot run the plan as it is (empty: it can).
-pub fn limits(_inst: &Instance, rp: &RuntimePlan) -> Vec<String> {
+pub fn limits(inst: &Instance, rp: &RuntimePlan) -> Vec<String> {
     let plan = &rp.plan;
     let mut why = Vec::new();
     if let Schedule::Async { .. } = plan.schedule {
@@ -21,7 +23,7 @@ pub fn limits(_inst: &Instance, rp: &RuntimePlan) -> Vec<String> {
             "the schedule is asynchronous; Galvatron trains synchronously (1F1B or GPipe)".into(),
         );
     }
-    if let Err(e) = replicated_type(plan) {
+    if let Err(e) = replicated_type(inst, plan) {
         why.push(e);
     }
     match layout::standard(plan) {
@@ -43,27 +45,46 @@ pub fn limits(_inst: &Instance, rp: &RuntimePlan) -> Vec<String> {
 }
 
 /// The nearest plan Galvatron runs ([`layout::nearest`], GPipe kept), its replicated stages at
-/// one ZeRO stage, 0 or 2 ([`layout::one_zero_stage`], ZeRO-1 run as ZeRO-2).
-pub fn nearest(_inst: &Instance, plan: &Plan) -> Plan {
+/// one ZeRO stage ([`layout::one_zero_stage`]): 0, or the one its `zero2` runs at (ZeRO-1 with
+/// [`whole_gradients`], else ZeRO-2) for ZeRO-1 and -2.
+pub fn nearest(inst: &Instance, plan: &Plan) -> Plan {
     let mut p = layout::nearest(plan, true, false);
-    layout::one_zero_stage(&mut p, |z| if z == 1 { 2 } else { z });
+    let zero2 = if whole(inst, &p) { 1 } else { 2 };
+    layout::one_zero_stage(&mut p, |z| if z == 1 || z == 2 { zero2 } else { z });
     p
 }
 
+/// Whether Galvatron's runtime holds the gradients whole over the plan's micro-batches
+/// ([`whole_gradients`]), with the instance's `async_grad_reduce`.
+fn whole(inst: &Instance, plan: &Plan) -> bool {
+    let (_, m) = layout::batch(inst, plan);
+    whole_gradients(async_grad_reduce(inst), u64::from(m))
+}
+
 /// The `default_dp_type` the plan's replicated stages (several sharers, not `sdp`) need: `None`
-/// without such a stage (any default runs the plan), an error when they are at ZeRO-1 or at
-/// several ZeRO stages, which one default cannot run.
-fn replicated_type(plan: &Plan) -> Result<Option<&'static str>, String> {
+/// without such a stage (any default runs the plan), an error when they are at several ZeRO
+/// stages, which one default cannot run, or at the one of ZeRO-1 and -2 that its `zero2` does
+/// not run at (see [`whole_gradients`]).
+fn replicated_type(inst: &Instance, plan: &Plan) -> Result<Option<&'static str>, String> {
     let stages: Vec<u8> = layout::zero_stages(plan)
         .into_iter()
         .filter(|&z| z < 3)
         .collect();
+    let whole = whole(inst, plan);
     match stages.as_slice() {
         [] => Ok(None),
-        [z] => default_dp_type(*z).map(Some).ok_or_else(|| {
-            "replicated stages divide only their optimizer states (ZeRO-1); Galvatron runs \
-             ddp, zero2 or zero3"
-                .into()
+        [z] => default_dp_type(*z, whole).map(Some).ok_or_else(|| {
+            if whole {
+                "replicated stages divide their gradients (ZeRO-2); over several micro-batches \
+                 under async_grad_reduce (the runtime's default) Galvatron's zero2 holds them \
+                 whole until the last, which is ZeRO-1"
+                    .into()
+            } else {
+                "replicated stages divide only their optimizer states (ZeRO-1); Galvatron's \
+                 zero2 does so only over several micro-batches under async_grad_reduce, and \
+                 divides the gradients too here"
+                    .into()
+            }
         }),
         _ => Err(format!(
             "replicated stages run at ZeRO stages {}; Galvatron's default_dp_type sets one for \
@@ -85,7 +106,8 @@ pub fn config(inst: &Instance, rp: &RuntimePlan) -> Result<OutputConfig, InputEr
     let lay: Layout = layout::standard(plan).map_err(|e| InputError::field("plan.stages", e))?;
     let n = inst.num_layers();
     let (micro, m) = layout::batch(inst, plan);
-    let needed = replicated_type(plan).map_err(|e| InputError::field("plan.stages.zero", e))?;
+    let needed =
+        replicated_type(inst, plan).map_err(|e| InputError::field("plan.stages.zero", e))?;
     let extras = match &rp.galvatron {
         Some(x) => {
             if x.global_bsz.div_ceil(m as u64) != micro as u64 {

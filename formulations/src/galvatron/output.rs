@@ -6,8 +6,9 @@
 //! not hold (vocabulary tp, embedding ZeRO-3, the global batch, the default data-parallel type);
 //! a solution of a Galvatron planner carries them so that its export is the engine's file.
 
+use super::{LayerTypes, Settings};
 use crate::error::InputError;
-use crate::Stage;
+use crate::{Instance, Stage};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -73,29 +74,62 @@ pub struct Extras {
     pub default_dp_type: String,
 }
 
+/// Whether Galvatron's runtime holds every replica's gradients whole until the last of `chunks`
+/// micro-batches: under `async_grad_reduce` (its default) it reduces them once, after the last
+/// backward, so with several chunks `zero2` runs as ZeRO-1 (the engine's `models/README.md`:
+/// "causing Zero-2 to degrade to Zero-1"; its `zero2_ratio` keeps the gradients whole there).
+pub fn whole_gradients(async_grad_reduce: bool, chunks: u64) -> bool {
+    async_grad_reduce && chunks > 1
+}
+
+/// Whether the instance's runtime reduces gradients asynchronously: `async_grad_reduce` of its
+/// `layer_types` settings, else the engine's default (on).
+pub fn async_grad_reduce(inst: &Instance) -> bool {
+    match LayerTypes::from_instance(inst) {
+        Ok(Some(lt)) => lt.settings.async_grad_reduce,
+        _ => Settings::default().async_grad_reduce,
+    }
+}
+
+/// The ZeRO stage Galvatron's runtime runs `zero2` at: 1 with [`whole_gradients`], else 2.
+fn zero2_stage(whole_gradients: bool) -> u8 {
+    if whole_gradients {
+        1
+    } else {
+        2
+    }
+}
+
 /// A run of layers as Galvatron's runtime runs it: `stage` with the ZeRO stage
 /// ([`Stage::zero_stage`]) 3 when the layers' `dp_types_enc` flag is set, else, when it has
-/// several sharers ([`Stage::sharers`]), its `default_dp_type`'s (`zero3` 3, `zero2` 2, `ddp` 0),
-/// else 0, as nothing is divided. The engine's search takes `zero3` as `ddp`; its runtime shards.
-pub fn as_run(mut stage: Stage, default_dp_type: &str, flagged: bool) -> Stage {
+/// several sharers ([`Stage::sharers`]), its `default_dp_type`'s (`zero3` 3, `ddp` 0, `zero2` 2,
+/// or 1 with [`whole_gradients`]), else 0, as nothing is divided. The engine's search takes
+/// `zero3` as `ddp`; its runtime shards.
+pub fn as_run(
+    mut stage: Stage,
+    default_dp_type: &str,
+    flagged: bool,
+    whole_gradients: bool,
+) -> Stage {
     let zero = match default_dp_type {
         _ if flagged => 3,
         _ if stage.sharers() < 2 => 0,
         "zero3" => 3,
-        "zero2" => 2,
+        "zero2" => zero2_stage(whole_gradients),
         _ => 0,
     };
     stage.set_zero_stage(zero);
     stage
 }
 
-/// The `default_dp_type` that runs ZeRO stage `z`: `ddp` (0), `zero2` (2), `zero3` (3); `None`
-/// for ZeRO-1, which Galvatron does not run.
-pub fn default_dp_type(z: u8) -> Option<&'static str> {
+/// The `default_dp_type` that runs ZeRO stage `z`: `ddp` (0), `zero3` (3), and `zero2` for
+/// ZeRO-1 with [`whole_gradients`], for ZeRO-2 without; `None` for the other of the two, which
+/// the output config cannot ask for (`async_grad_reduce` is a launch flag of the runtime).
+pub fn default_dp_type(z: u8, whole_gradients: bool) -> Option<&'static str> {
     match z {
         0 => Some("ddp"),
-        2 => Some("zero2"),
         3 => Some("zero3"),
+        z if z == zero2_stage(whole_gradients) => Some("zero2"),
         _ => None,
     }
 }

@@ -7,7 +7,9 @@
 use crate::error::InputError;
 use crate::export::layout::strided;
 use crate::export::RuntimePlan;
-use crate::galvatron::output::{as_run, split, Extras, OutputConfig};
+use crate::galvatron::output::{
+    as_run, async_grad_reduce, split, whole_gradients, Extras, OutputConfig,
+};
 use crate::instance::Instance;
 use crate::plan::{Plan, Schedule, Stage};
 
@@ -81,7 +83,8 @@ pub fn read(text: &str, inst: &Instance) -> Result<RuntimePlan, InputError> {
     let layers = Layers::read(&cfg, n)?;
     let embed_sdp = options(&cfg)?;
     let schedule = schedule(&cfg)?;
-    let stages = stages(&division, w, &layers, &cfg.default_dp_type)?;
+    let whole = whole_gradients(async_grad_reduce(inst), cfg.chunks);
+    let stages = stages(&division, w, &layers, &cfg.default_dp_type, whole)?;
     Ok(RuntimePlan {
         plan: Plan {
             order: None,
@@ -225,6 +228,7 @@ fn stages(
     w: u32,
     layers: &Layers,
     default_dp_type: &str,
+    whole_gradients: bool,
 ) -> Result<Vec<Stage>, InputError> {
     let Layers {
         tp,
@@ -272,7 +276,7 @@ fn stages(
                 },
                 ..Stage::single(l, e, base)
             };
-            stages.push(as_run(stage, default_dp_type, sdp[l]));
+            stages.push(as_run(stage, default_dp_type, sdp[l], whole_gradients));
             l = e + 1;
         }
         first = end;

@@ -6,7 +6,7 @@
 
 use super::engine::Found;
 use pipeplan_formulations::export::layout::strided;
-use pipeplan_formulations::galvatron::output::{as_run, Extras};
+use pipeplan_formulations::galvatron::output::{as_run, whole_gradients, Extras};
 use pipeplan_formulations::galvatron::{LayerTypes, PipelineType, Strategy};
 use pipeplan_formulations::{Instance, Plan, Schedule, Stage};
 
@@ -38,7 +38,8 @@ pub fn to_plan(inst: &Instance, lt: &LayerTypes, f: &Found) -> Plan {
                 ..Stage::single(l, e, gpus[0])
             };
             // What the runtime runs, as the evaluator judges it.
-            stages.push(as_run(stage, &lt.settings.default_dp_type, s.sdp()));
+            let whole = whole_gradients(lt.settings.async_grad_reduce, b.chunks);
+            stages.push(as_run(stage, &lt.settings.default_dp_type, s.sdp(), whole));
             l = e + 1;
         }
         start += n;
