@@ -146,6 +146,12 @@ impl Stage {
         }
     }
 
+    /// Whether the stage divides some of its model states among several sharers but keeps its
+    /// weights whole (ZeRO-1 or -2).
+    pub fn divides_part_of_states(&self) -> bool {
+        self.zero > 0 && self.sharers() > 1
+    }
+
     /// Sets the ZeRO stage (0 to 3): `sdp` for 3, `zero` below.
     pub fn set_zero_stage(&mut self, stage: u8) {
         self.sdp = stage >= 3;

@@ -103,7 +103,7 @@ pub fn limits(inst: &Instance, rp: &RuntimePlan) -> Vec<String> {
             "{s}: sharded model states (ZeRO-3); PipeDream replicates them"
         ));
     }
-    if let Some(s) = which(&|st| st.zero > 0 && st.sharers() > 1) {
+    if let Some(s) = which(&Stage::divides_part_of_states) {
         why.push(format!(
             "{s}: optimizer states or gradients divided among the replicas (ZeRO-1 or -2); \
              PipeDream replicates them"

@@ -11,7 +11,7 @@ use super::layout::{self, Layout, Role};
 use super::RuntimePlan;
 use crate::error::InputError;
 use crate::instance::Instance;
-use crate::plan::{Plan, Schedule};
+use crate::plan::{Plan, Schedule, Stage};
 
 /// Why torchtitan cannot run the plan as it is (empty: it can).
 pub fn limits(inst: &Instance, rp: &RuntimePlan) -> Vec<String> {
@@ -38,11 +38,7 @@ pub fn limits(inst: &Instance, rp: &RuntimePlan) -> Vec<String> {
                 why.push("a stage's tp groups are strided; torchtitan's are consecutive".into());
             }
             let dp = plan.stages[0].dp;
-            if let Some(s) = plan
-                .stages
-                .iter()
-                .position(|s| s.zero > 0 && s.sharers() > 1)
-            {
+            if let Some(s) = plan.stages.iter().position(Stage::divides_part_of_states) {
                 why.push(format!(
                     "stage {s} divides part of its model states (ZeRO-{}); torchtitan's data \
                      parallelism replicates them all or shards them all (FSDP)",

@@ -14,6 +14,7 @@ use pipeplan_formulations::{Instance, Plan, Schedule, Stage};
 pub fn to_plan(inst: &Instance, lt: &LayerTypes, f: &Found) -> Plan {
     let b = &f.best;
     let per = inst.cluster.gpus / b.pp;
+    let whole = whole_gradients(lt.settings.async_grad_reduce, b.chunks);
     let mut stages = Vec::new();
     let mut start = 0;
     for (i, &n) in b.partition.iter().enumerate() {
@@ -38,7 +39,6 @@ pub fn to_plan(inst: &Instance, lt: &LayerTypes, f: &Found) -> Plan {
                 ..Stage::single(l, e, gpus[0])
             };
             // What the runtime runs, as the evaluator judges it.
-            let whole = whole_gradients(lt.settings.async_grad_reduce, b.chunks);
             stages.push(as_run(stage, &lt.settings.default_dp_type, s.sdp(), whole));
             l = e + 1;
         }
