@@ -632,6 +632,14 @@ fn zero_stages_per_runtime() {
     let (why, nearest) = refused(Format::Megatron, &inst, &at_zero(&pipelined, 2));
     assert!(why[0].contains("ZeRO-2"), "{why:?}");
     assert!(nearest.stages.iter().all(|s| s.zero_stage() == 1));
+    // On one replica no ZeRO stage divides anything: Megatron-LM runs it as plain data
+    // parallelism, as DeepSpeed does.
+    let single = plan(&[(0, 4), (5, 9)], 1, 1, sync(4, 8));
+    for z in [2, 3] {
+        let text = ok(Format::Megatron, &inst, &at_zero(&single, z));
+        assert!(!text.contains("distributed"), "{text}");
+        assert_eq!(zero(&ok(Format::Deepspeed, &inst, &at_zero(&single, z))), 0);
+    }
     // The refusal describes the nearest plan with its ZeRO stage.
     let e = export(
         Format::Megatron,

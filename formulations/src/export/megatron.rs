@@ -11,7 +11,7 @@ use super::layout::{self, Layout, Role};
 use super::RuntimePlan;
 use crate::error::InputError;
 use crate::instance::Instance;
-use crate::plan::{Plan, Schedule};
+use crate::plan::{Plan, Schedule, Stage};
 
 /// Why Megatron-LM cannot run the plan as it is (empty: it can).
 pub fn limits(inst: &Instance, rp: &RuntimePlan) -> Vec<String> {
@@ -55,13 +55,19 @@ pub fn limits(inst: &Instance, rp: &RuntimePlan) -> Vec<String> {
         }
         Err(e) => why.push(e),
     }
-    if let Some(s) = plan.stages.iter().position(|s| s.sdp) {
+    // A stage on one replica divides nothing, whatever its flags say (`layout::zero_stages`).
+    let divided = |s: &Stage| s.sharers() > 1;
+    if let Some(s) = plan.stages.iter().position(|s| s.sdp && divided(s)) {
         why.push(format!(
             "stage {s} shards parameters (ZeRO-3); pipeplan exports Megatron-LM's replicated \
              data parallelism and its distributed optimizer (ZeRO-1) only"
         ));
     }
-    if let Some(s) = plan.stages.iter().position(|s| s.zero == 2) {
+    if let Some(s) = plan
+        .stages
+        .iter()
+        .position(|s| !s.sdp && s.zero == 2 && divided(s))
+    {
         why.push(format!(
             "stage {s} divides its gradients (ZeRO-2); Megatron-LM's distributed optimizer \
              divides the optimizer states only (ZeRO-1) and keeps the gradient buffer whole"
