@@ -151,6 +151,7 @@ pub fn plan_table(inst: &Instance, plan: &Plan, eval: Option<&Evaluation>) -> St
             // The ZeRO stage; 3 is sdp.
             match s.zero_stage() {
                 0 => String::new(),
+                3 if s.shards_with_whole_gradients() => "3 whole-grad".into(),
                 z => z.to_string(),
             },
             if s.checkpoint.is_empty() {

@@ -51,6 +51,13 @@ pub struct Stage {
     /// weights as well is `sdp` (ZeRO-3).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub zero: u8,
+    /// Under `sdp`: the gradients are accumulated whole over the micro-batches and divided once,
+    /// after the last backward (PyTorch FSDP's `no_sync`; Galvatron's `zero3` under
+    /// `async_grad_reduce`), so each GPU holds the stage's whole gradient while its weights and
+    /// optimizer states stay divided. (A replicated stage that holds its gradients whole is
+    /// ZeRO-1.)
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub whole_gradients: bool,
     /// Ulysses sequence parallelism in each tp group (needs `tp` > 1): the group splits every
     /// sample's sequence instead of the layers' weights, so each GPU holds whole layers and
     /// exchanges activations all-to-all; gradients are shared by all `dp x tp` GPUs.
@@ -100,6 +107,7 @@ impl Stage {
             tp: 1,
             sdp: false,
             zero: 0,
+            whole_gradients: false,
             ulysses: false,
             checkpoint: Vec::new(),
             swap: Vec::new(),
@@ -152,10 +160,18 @@ impl Stage {
         self.zero > 0 && self.sharers() > 1
     }
 
-    /// Sets the ZeRO stage (0 to 3): `sdp` for 3, `zero` below.
+    /// Whether the stage divides its weights among several sharers but holds its gradients
+    /// whole (`sdp` with `whole_gradients`).
+    pub fn shards_with_whole_gradients(&self) -> bool {
+        self.sdp && self.whole_gradients && self.sharers() > 1
+    }
+
+    /// Sets the ZeRO stage (0 to 3): `sdp` for 3, `zero` below. Below 3 the gradients are
+    /// whole or divided by the stage alone, so `whole_gradients` is cleared.
     pub fn set_zero_stage(&mut self, stage: u8) {
         self.sdp = stage >= 3;
         self.zero = if self.sdp { 0 } else { stage };
+        self.whole_gradients &= self.sdp;
     }
 }
 
@@ -460,6 +476,13 @@ fn check_stage(inst: &Instance, i: usize, s: &Stage, next: usize) -> Result<usiz
                  of the two",
                 s.zero
             ),
+        ));
+    }
+    if s.whole_gradients && !s.sdp {
+        return Err(InputError::field(
+            f("whole_gradients"),
+            "only beside `sdp: true` (ZeRO-3): a replicated stage holds its gradients whole at \
+             ZeRO 0 and 1 (`zero`), and ZeRO-2 with whole gradients is ZeRO-1",
         ));
     }
     // In u64: a hand-edited degree near u32::MAX must be refused here, not overflow.

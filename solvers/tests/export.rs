@@ -594,6 +594,13 @@ fn at_zero(p: &Plan, z: u8) -> Plan {
     p
 }
 
+/// `p` with `whole_gradients` set to `whole` on every stage.
+fn with_whole_gradients(p: &Plan, whole: bool) -> Plan {
+    let mut p = p.clone();
+    p.stages.iter_mut().for_each(|s| s.whole_gradients = whole);
+    p
+}
+
 /// The reasons `format` refuses `p` for, and its nearest plan.
 fn refused(format: Format, inst: &Instance, p: &Plan) -> (Vec<String>, Plan) {
     match export(format, inst, &RuntimePlan::of(p.clone())) {
@@ -655,6 +662,17 @@ fn zero_stages_per_runtime() {
         text.contains("(2 pipeline stages, tp 1, dp 4, ZeRO 1, 1F1B"),
         "{text}"
     );
+    // Only Galvatron writes ZeRO-3 with whole gradients (FSDP's no_sync); the others' nearest
+    // plan divides them at every micro-batch.
+    let sharded = with_whole_gradients(&at_zero(&whole, 3), true);
+    for format in [Format::Deepspeed, Format::Torchtitan] {
+        let (why, nearest) = refused(format, &inst, &sharded);
+        assert!(why[0].contains("FSDP's no_sync"), "{format}: {why:?}");
+        assert!(
+            nearest.stages.iter().all(|s| s.sdp && !s.whole_gradients),
+            "{format}: {nearest:?}"
+        );
+    }
     // torchtitan and PipeDream: neither divides part of the states.
     let (why, nearest) = refused(Format::Torchtitan, &inst, &at_zero(&pipelined, 2));
     assert!(why[0].contains("ZeRO-2"), "{why:?}");
@@ -674,13 +692,15 @@ fn galvatron_default_dp_type_is_the_replicated_stages_zero_stage() {
     let once = plan(&[(0, 3), (4, 7)], 4, 2, sync(1, 8));
     let config =
         |p: &Plan| -> Value { serde_json::from_str(&ok(Format::Galvatron, &inst, p)).unwrap() };
-    for (p, z, default, flags) in [
-        (&p, 0, "ddp", "0,0,0,0,0,0,0,0"),
-        (&p, 1, "zero2", "0,0,0,0,0,0,0,0"),
-        (&once, 2, "zero2", "0,0,0,0,0,0,0,0"),
-        (&p, 3, "ddp", "1,1,1,1,1,1,1,1"),
+    // Over several micro-batches its zero3 holds the gradients whole too (FSDP's no_sync).
+    for (p, z, whole, default, flags) in [
+        (&p, 0, false, "ddp", "0,0,0,0,0,0,0,0"),
+        (&p, 1, false, "zero2", "0,0,0,0,0,0,0,0"),
+        (&once, 2, false, "zero2", "0,0,0,0,0,0,0,0"),
+        (&p, 3, true, "ddp", "1,1,1,1,1,1,1,1"),
+        (&once, 3, false, "ddp", "1,1,1,1,1,1,1,1"),
     ] {
-        let q = at_zero(p, z);
+        let q = with_whole_gradients(&at_zero(p, z), whole);
         let v = config(&q);
         assert_eq!(v["default_dp_type"], default, "ZeRO-{z}");
         assert_eq!(v["dp_types_enc"], flags, "ZeRO-{z}");
@@ -723,6 +743,26 @@ fn galvatron_default_dp_type_is_the_replicated_stages_zero_stage() {
     let (why, nearest) = refused(Format::Galvatron, &inst, &at_zero(&once, 1));
     assert!(why[0].contains("ZeRO-1"), "{why:?}");
     assert!(nearest.stages.iter().all(|s| s.zero == 2));
+    // Sharded stages hold their gradients as zero3 does, or are refused; the nearest plan does.
+    let (why, nearest) = refused(Format::Galvatron, &inst, &at_zero(&p, 3));
+    assert!(
+        why[0].contains("holds them whole until the last"),
+        "{why:?}"
+    );
+    assert!(nearest
+        .stages
+        .iter()
+        .all(|s| s.shards_with_whole_gradients()));
+    let (why, nearest) = refused(
+        Format::Galvatron,
+        &inst,
+        &with_whole_gradients(&at_zero(&once, 3), true),
+    );
+    assert!(
+        why[0].contains("divides them at every micro-batch here"),
+        "{why:?}"
+    );
+    assert!(nearest.stages.iter().all(|s| s.sdp && !s.whole_gradients));
     // One default for every replicated stage: stages at 0 and 1 are refused.
     let mut mixed = at_zero(&p, 1);
     mixed.stages[0].zero = 0;

@@ -161,7 +161,8 @@ fn replay(file: &Path, data: &Path) -> Replay {
         format!("{name}: layers_rle: engine `{want_rle}`, ours `{got_rle:?}`")
     });
 
-    // Per layer: tp, dp, the ZeRO stage the runtime runs it at, checkpointing, Ulysses.
+    // Per layer: tp, dp, the ZeRO stage the runtime runs it at, whether it shards with whole
+    // gradients, checkpointing, Ulysses.
     let mut ours = vec![None; inst.num_layers()];
     for s in &sol.plan.stages {
         for (l, slot) in ours.iter_mut().enumerate().take(s.last + 1).skip(s.first) {
@@ -169,6 +170,7 @@ fn replay(file: &Path, data: &Path) -> Replay {
                 s.tp,
                 s.dp,
                 s.zero_stage(),
+                s.shards_with_whole_gradients(),
                 s.checkpoint.contains(&l),
                 s.ulysses,
             ));
@@ -178,14 +180,16 @@ fn replay(file: &Path, data: &Path) -> Replay {
         .as_str()
         .unwrap_or("ddp");
     // Over several chunks under async_grad_reduce (the engine's default) the runtime holds the
-    // gradients whole until the last: its zero2 is ZeRO-1 there (the engine's models/README.md).
+    // gradients whole until the last: its zero2 is ZeRO-1 there (the engine's models/README.md),
+    // and its zero3 shards with whole gradients (FSDP's no_sync).
     let async_reduce = match &doc["config"]["engine_args"]["async_grad_reduce"] {
         Value::Bool(b) => *b,
         Value::Number(n) => n.as_u64() != Some(0),
         _ => true,
     };
     let chunks = result["chunks"].as_u64().unwrap();
-    let zero2 = if async_reduce && chunks > 1 { 1 } else { 2 };
+    let whole = async_reduce && chunks > 1;
+    let zero2 = if whole { 1 } else { 2 };
     let layers = result["layers"].as_array().unwrap();
     r.check(layers.len() == ours.len(), || {
         format!(
@@ -210,10 +214,19 @@ fn replay(file: &Path, data: &Path) -> Replay {
             "zero2" => zero2,
             _ => 0,
         };
-        let want = (tp, dp, zero, want["ckpt"].as_u64().unwrap() == 1, sp);
+        let whole_gradients = zero == 3 && whole && sharers > 1;
+        let want = (
+            tp,
+            dp,
+            zero,
+            whole_gradients,
+            want["ckpt"].as_u64().unwrap() == 1,
+            sp,
+        );
         r.check(*got == Some(want), || {
             format!(
-                "{name}: layer {l} (tp, dp, ZeRO stage, ckpt, sp): ours {got:?}, engine {want:?}"
+                "{name}: layer {l} (tp, dp, ZeRO stage, whole gradients, ckpt, sp): ours \
+                 {got:?}, engine {want:?}"
             )
         });
     }

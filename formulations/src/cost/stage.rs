@@ -71,7 +71,8 @@ pub fn stage_cost_with(
 
 /// Model states per GPU of a stage holding `weights` bytes of weights per GPU (before any ZeRO
 /// division): the total and its parts. ZeRO stage `z` divides among the stage's sharers the
-/// optimizer states from `z` = 1, the gradient from 2 and the weight versions from 3 (`sdp`).
+/// optimizer states from `z` = 1, the gradient from 2 and the weight versions from 3 (`sdp`);
+/// `whole_gradients` keeps the gradient whole under `sdp`.
 fn model_states(
     inst: &Instance,
     kind: ScheduleKind,
@@ -89,7 +90,11 @@ fn model_states(
     };
     let parts = ModelStates {
         weights: part(weight_versions(inst, kind), 3),
-        gradients: part(1.0, 2),
+        gradients: if st.whole_gradients {
+            weights
+        } else {
+            part(1.0, 2)
+        },
         optimizer: part(inst.training.optimizer_state_factor, 1),
     };
     // Undivided or wholly divided, the total is the one product (as the planners that model no
@@ -97,7 +102,7 @@ fn model_states(
     let copies = state_copies(inst, kind);
     let total = match zero {
         0 => weights * copies,
-        3 => weights * copies / sharers,
+        3 if !st.whole_gradients => weights * copies / sharers,
         _ => parts.weights + parts.gradients + parts.optimizer,
     };
     (total, parts)

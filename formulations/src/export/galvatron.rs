@@ -26,6 +26,7 @@ pub fn limits(inst: &Instance, rp: &RuntimePlan) -> Vec<String> {
     if let Err(e) = replicated_type(inst, plan) {
         why.push(e);
     }
+    why.extend(sharded_gradients(inst, plan));
     match layout::standard(plan) {
         Ok(_) => {
             for (s, st) in plan.stages.iter().enumerate() {
@@ -49,9 +50,36 @@ pub fn limits(inst: &Instance, rp: &RuntimePlan) -> Vec<String> {
 /// [`whole_gradients`], else ZeRO-2) for ZeRO-1 and -2.
 pub fn nearest(inst: &Instance, plan: &Plan) -> Plan {
     let mut p = layout::nearest(plan, true, false);
-    let zero2 = if whole(inst, &p) { 1 } else { 2 };
+    let whole = whole(inst, &p);
+    let zero2 = if whole { 1 } else { 2 };
     layout::one_zero_stage(&mut p, |z| if z == 1 || z == 2 { zero2 } else { z });
+    for st in p.stages.iter_mut().filter(|s| s.sdp) {
+        st.whole_gradients = whole && st.sharers() > 1;
+    }
     p
+}
+
+/// Why the plan's sharded stages (`sdp` on several sharers) do not hold their gradients as
+/// Galvatron's `zero3` does: whole with [`whole_gradients`], else divided (`None`: they do).
+fn sharded_gradients(inst: &Instance, plan: &Plan) -> Option<String> {
+    let whole = whole(inst, plan);
+    let s = plan
+        .stages
+        .iter()
+        .position(|s| s.sdp && s.sharers() > 1 && s.whole_gradients != whole)?;
+    Some(if whole {
+        format!(
+            "stage {s} shards and divides its gradients at every micro-batch; over several \
+             micro-batches under async_grad_reduce (the runtime's default) Galvatron's zero3 \
+             holds them whole until the last (FSDP's no_sync)"
+        )
+    } else {
+        format!(
+            "stage {s} shards and holds its gradients whole until the last micro-batch; \
+             Galvatron's zero3 does so only over several micro-batches under \
+             async_grad_reduce, and divides them at every micro-batch here"
+        )
+    })
 }
 
 /// Whether Galvatron's runtime holds the gradients whole over the plan's micro-batches

@@ -25,7 +25,7 @@ use crate::error::InputError;
 use crate::galvatron::output::Extras;
 use crate::instance::Instance;
 use crate::layer_order;
-use crate::plan::Plan;
+use crate::plan::{Plan, Stage};
 use crate::units::fmt_bytes;
 use std::fmt;
 use std::str::FromStr;
@@ -114,20 +114,30 @@ impl Format {
     /// chain's order ([`export`] relinearizes a plan with `order` first).
     pub fn limits(self, inst: &Instance, rp: &RuntimePlan) -> Vec<String> {
         if self != Format::Galvatron {
-            if let Some(i) = rp.plan.stages.iter().position(|s| s.ulysses) {
+            let stages = &rp.plan.stages;
+            let mut only_galvatron = Vec::new();
+            if let Some(i) = stages.iter().position(|s| s.ulysses) {
+                only_galvatron.push(format!(
+                    "stage {i} uses Ulysses sequence parallelism, which the {} export does not \
+                     write",
+                    self.runtime()
+                ));
+            }
+            if let Some(i) = stages.iter().position(Stage::shards_with_whole_gradients) {
+                only_galvatron.push(format!(
+                    "stage {i} shards and holds its gradients whole until the last micro-batch \
+                     (FSDP's no_sync), which the {} export does not write: its ZeRO-3 divides \
+                     them at every micro-batch",
+                    self.runtime()
+                ));
+            }
+            if !only_galvatron.is_empty() {
                 let plain = RuntimePlan {
-                    plan: without_ulysses(&rp.plan),
+                    plan: galvatron_only_removed(&rp.plan),
                     ..rp.clone()
                 };
-                let mut out = self.limits(inst, &plain);
-                out.insert(
-                    0,
-                    format!(
-                        "stage {i} uses Ulysses sequence parallelism, which the {} export does not write",
-                        self.runtime()
-                    ),
-                );
-                return out;
+                only_galvatron.extend(self.limits(inst, &plain));
+                return only_galvatron;
             }
         }
         match self {
@@ -142,8 +152,13 @@ impl Format {
     /// The nearest plan the runtime runs (its [`Format::limits`] are empty), for a plan in the
     /// chain's order, as [`Format::limits`].
     pub fn nearest(self, inst: &Instance, plan: &Plan) -> Plan {
-        if self != Format::Galvatron && plan.stages.iter().any(|s| s.ulysses) {
-            return self.nearest(inst, &without_ulysses(plan));
+        if self != Format::Galvatron
+            && plan
+                .stages
+                .iter()
+                .any(|s| s.ulysses || s.shards_with_whole_gradients())
+        {
+            return self.nearest(inst, &galvatron_only_removed(plan));
         }
         match self {
             Format::Galvatron => galvatron::nearest(inst, plan),
@@ -264,10 +279,14 @@ pub fn misfit(inst: &Instance, plan: &Plan) -> Option<String> {
     })
 }
 
-/// The plan with its Ulysses stages run as tensor parallelism (what the other runtimes write).
-fn without_ulysses(plan: &Plan) -> Plan {
+/// The plan as the runtimes other than Galvatron write it: Ulysses stages run as tensor
+/// parallelism, sharded stages divide their gradients at every micro-batch.
+fn galvatron_only_removed(plan: &Plan) -> Plan {
     let mut plan = plan.clone();
-    plan.stages.iter_mut().for_each(|s| s.ulysses = false);
+    for s in &mut plan.stages {
+        s.ulysses = false;
+        s.whole_gradients = false;
+    }
     plan
 }
 

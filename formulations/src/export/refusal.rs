@@ -51,7 +51,12 @@ fn shape(inst: &Instance, plan: &Plan) -> String {
     };
     // The ZeRO stage is said only where some stage divides its states.
     let zero = if plan.stages.iter().any(|s| s.zero_stage() > 0) {
-        format!(", ZeRO {}", set(&|s| u32::from(s.zero_stage())))
+        let whole = if plan.stages.iter().any(Stage::shards_with_whole_gradients) {
+            " (whole gradients)"
+        } else {
+            ""
+        };
+        format!(", ZeRO {}{whole}", set(&|s| u32::from(s.zero_stage())))
     } else {
         String::new()
     };

@@ -77,7 +77,8 @@ pub struct Extras {
 /// Whether Galvatron's runtime holds every replica's gradients whole until the last of `chunks`
 /// micro-batches: under `async_grad_reduce` (its default) it reduces them once, after the last
 /// backward, so with several chunks `zero2` runs as ZeRO-1 (the engine's `models/README.md`:
-/// "causing Zero-2 to degrade to Zero-1"; its `zero2_ratio` keeps the gradients whole there).
+/// "causing Zero-2 to degrade to Zero-1") and `zero3` shards with whole gradients (FSDP's
+/// `no_sync`): the engine's `zero2_ratio` and `zero3_ratio` keep the gradients whole there.
 pub fn whole_gradients(async_grad_reduce: bool, chunks: u64) -> bool {
     async_grad_reduce && chunks > 1
 }
@@ -104,7 +105,9 @@ fn zero2_stage(whole_gradients: bool) -> u8 {
 /// ([`Stage::zero_stage`]) 3 when the layers' `dp_types_enc` flag is set, else, when it has
 /// several sharers ([`Stage::sharers`]), its `default_dp_type`'s (`zero3` 3, `ddp` 0, `zero2` 2,
 /// or 1 with [`whole_gradients`]), else 0, as nothing is divided. The engine's search takes
-/// `zero3` as `ddp`; its runtime shards.
+/// `zero3` as `ddp`; its runtime shards. With [`whole_gradients`] a sharded stage on several
+/// sharers holds its gradients whole (`Stage::whole_gradients`: the runtime's FSDP `no_sync`,
+/// the engine's `zero3_ratio` keeping the gradients whole).
 pub fn as_run(
     mut stage: Stage,
     default_dp_type: &str,
@@ -119,6 +122,7 @@ pub fn as_run(
         _ => 0,
     };
     stage.set_zero_stage(zero);
+    stage.whole_gradients = stage.sdp && whole_gradients && stage.sharers() > 1;
     stage
 }
 

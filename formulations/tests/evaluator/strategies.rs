@@ -53,11 +53,33 @@ fn each_zero_stage_divides_its_parts_of_the_states() {
         assert_all_close(&got, &parts);
         assert_close(ev.period_ms.unwrap(), period);
     }
+    // ZeRO-3 accumulating whole gradients (FSDP's no_sync): the gradient is not divided, the
+    // weights and moments are; same communication.
+    let mut plan = single_stage(2, 1, true);
+    plan.stages[0].whole_gradients = true;
+    let ev = evaluate(&inst, &plan).unwrap();
+    let parts = memory_breakdown(&inst, &plan, &ev);
+    assert_all_close(
+        &[parts[0].weights, parts[0].gradients, parts[0].optimizer],
+        &[1000.0, 1000.0, 1000.0],
+    );
+    assert_all_close(&ev.peak_memory, &[3016.0, 3016.0, 0.0, 0.0]);
+    assert_close(ev.period_ms.unwrap(), 7.5);
     // On one replica nothing is divided.
     let mut plan = single_stage(1, 1, false);
     plan.stages[0].zero = 2;
     let ev = evaluate(&inst, &plan).unwrap();
     assert_all_close(&ev.peak_memory, &[5032.0, 0.0, 0.0, 0.0]);
+}
+
+#[test]
+fn whole_gradients_without_sdp_are_refused() {
+    let mut plan = single_stage(2, 1, false);
+    plan.stages[0].zero = 2;
+    plan.stages[0].whole_gradients = true;
+    let err = evaluate(&one_layer(), &plan).unwrap_err().to_string();
+    assert!(err.contains("plan.stages[0].whole_gradients"), "{err}");
+    assert!(err.contains("only beside `sdp: true`"), "{err}");
 }
 
 #[test]
