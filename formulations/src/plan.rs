@@ -166,6 +166,12 @@ impl Stage {
         self.sdp && self.whole_gradients && self.sharers() > 1
     }
 
+    /// Sets `whole_gradients` to `whole` where it means something: on a sharded stage with
+    /// several sharers (elsewhere it is cleared).
+    pub fn set_whole_gradients(&mut self, whole: bool) {
+        self.whole_gradients = whole && self.sdp && self.sharers() > 1;
+    }
+
     /// Sets the ZeRO stage (0 to 3): `sdp` for 3, `zero` below. Below 3 the gradients are
     /// whole or divided by the stage alone, so `whole_gradients` is cleared.
     pub fn set_zero_stage(&mut self, stage: u8) {

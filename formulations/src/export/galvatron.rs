@@ -53,9 +53,9 @@ pub fn nearest(inst: &Instance, plan: &Plan) -> Plan {
     let whole = whole(inst, &p);
     let zero2 = if whole { 1 } else { 2 };
     layout::one_zero_stage(&mut p, |z| if z == 1 || z == 2 { zero2 } else { z });
-    for st in p.stages.iter_mut().filter(|s| s.sdp) {
-        st.whole_gradients = whole && st.sharers() > 1;
-    }
+    p.stages
+        .iter_mut()
+        .for_each(|s| s.set_whole_gradients(whole));
     p
 }
 

@@ -122,7 +122,7 @@ pub fn as_run(
         _ => 0,
     };
     stage.set_zero_stage(zero);
-    stage.whole_gradients = stage.sdp && whole_gradients && stage.sharers() > 1;
+    stage.set_whole_gradients(whole_gradients);
     stage
 }
 
