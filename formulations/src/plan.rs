@@ -160,16 +160,21 @@ impl Stage {
         self.zero > 0 && self.sharers() > 1
     }
 
+    /// Whether the stage divides its weights among several sharers (`sdp`, ZeRO-3).
+    pub fn shards(&self) -> bool {
+        self.sdp && self.sharers() > 1
+    }
+
     /// Whether the stage divides its weights among several sharers but holds its gradients
     /// whole (`sdp` with `whole_gradients`).
     pub fn shards_with_whole_gradients(&self) -> bool {
-        self.sdp && self.whole_gradients && self.sharers() > 1
+        self.shards() && self.whole_gradients
     }
 
-    /// Sets `whole_gradients` to `whole` where it means something: on a sharded stage with
-    /// several sharers (elsewhere it is cleared).
+    /// Sets `whole_gradients` to `whole` where it means something: on a stage that
+    /// [`shards`](Stage::shards) (elsewhere it is cleared).
     pub fn set_whole_gradients(&mut self, whole: bool) {
-        self.whole_gradients = whole && self.sdp && self.sharers() > 1;
+        self.whole_gradients = whole && self.shards();
     }
 
     /// Sets the ZeRO stage (0 to 3): `sdp` for 3, `zero` below. Below 3 the gradients are

@@ -23,10 +23,11 @@ pub fn limits(inst: &Instance, rp: &RuntimePlan) -> Vec<String> {
             "the schedule is asynchronous; Galvatron trains synchronously (1F1B or GPipe)".into(),
         );
     }
-    if let Err(e) = replicated_type(inst, plan) {
+    let whole = whole(inst, plan);
+    if let Err(e) = replicated_type(plan, whole) {
         why.push(e);
     }
-    why.extend(sharded_gradients(inst, plan));
+    why.extend(sharded_gradients(plan, whole));
     match layout::standard(plan) {
         Ok(_) => {
             for (s, st) in plan.stages.iter().enumerate() {
@@ -60,13 +61,13 @@ pub fn nearest(inst: &Instance, plan: &Plan) -> Plan {
 }
 
 /// Why the plan's sharded stages (`sdp` on several sharers) do not hold their gradients as
-/// Galvatron's `zero3` does: whole with [`whole_gradients`], else divided (`None`: they do).
-fn sharded_gradients(inst: &Instance, plan: &Plan) -> Option<String> {
-    let whole = whole(inst, plan);
+/// Galvatron's `zero3` does: whole when the runtime holds them whole (`whole`, see
+/// [`whole_gradients`]), else divided (`None`: they do).
+fn sharded_gradients(plan: &Plan, whole: bool) -> Option<String> {
     let s = plan
         .stages
         .iter()
-        .position(|s| s.sdp && s.sharers() > 1 && s.whole_gradients != whole)?;
+        .position(|s| s.shards() && s.whole_gradients != whole)?;
     Some(if whole {
         format!(
             "stage {s} shards and divides its gradients at every micro-batch; over several \
@@ -92,13 +93,12 @@ fn whole(inst: &Instance, plan: &Plan) -> bool {
 /// The `default_dp_type` the plan's replicated stages (several sharers, not `sdp`) need: `None`
 /// without such a stage (any default runs the plan), an error when they are at several ZeRO
 /// stages, which one default cannot run, or at the one of ZeRO-1 and -2 that its `zero2` does
-/// not run at (see [`whole_gradients`]).
-fn replicated_type(inst: &Instance, plan: &Plan) -> Result<Option<&'static str>, String> {
+/// not run at (`whole`: the runtime holds the gradients whole, see [`whole_gradients`]).
+fn replicated_type(plan: &Plan, whole: bool) -> Result<Option<&'static str>, String> {
     let stages: Vec<u8> = layout::zero_stages(plan)
         .into_iter()
         .filter(|&z| z < 3)
         .collect();
-    let whole = whole(inst, plan);
     match stages.as_slice() {
         [] => Ok(None),
         [z] => default_dp_type(*z, whole).map(Some).ok_or_else(|| {
@@ -134,8 +134,8 @@ pub fn config(inst: &Instance, rp: &RuntimePlan) -> Result<OutputConfig, InputEr
     let lay: Layout = layout::standard(plan).map_err(|e| InputError::field("plan.stages", e))?;
     let n = inst.num_layers();
     let (micro, m) = layout::batch(inst, plan);
-    let needed =
-        replicated_type(inst, plan).map_err(|e| InputError::field("plan.stages.zero", e))?;
+    let needed = replicated_type(plan, whole(inst, plan))
+        .map_err(|e| InputError::field("plan.stages.zero", e))?;
     let extras = match &rp.galvatron {
         Some(x) => {
             if x.global_bsz.div_ceil(m as u64) != micro as u64 {

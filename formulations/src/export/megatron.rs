@@ -56,8 +56,7 @@ pub fn limits(inst: &Instance, rp: &RuntimePlan) -> Vec<String> {
         Err(e) => why.push(e),
     }
     // A stage on one replica divides nothing, whatever its flags say (`layout::zero_stages`).
-    let divided = |s: &Stage| s.sharers() > 1;
-    if let Some(s) = plan.stages.iter().position(|s| s.sdp && divided(s)) {
+    if let Some(s) = plan.stages.iter().position(Stage::shards) {
         why.push(format!(
             "stage {s} shards parameters (ZeRO-3); pipeplan exports Megatron-LM's replicated \
              data parallelism and its distributed optimizer (ZeRO-1) only"
@@ -66,7 +65,7 @@ pub fn limits(inst: &Instance, rp: &RuntimePlan) -> Vec<String> {
     if let Some(s) = plan
         .stages
         .iter()
-        .position(|s| !s.sdp && s.zero == 2 && divided(s))
+        .position(|s| s.zero == 2 && s.divides_part_of_states())
     {
         why.push(format!(
             "stage {s} divides its gradients (ZeRO-2); Megatron-LM's distributed optimizer \
