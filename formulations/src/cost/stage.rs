@@ -28,12 +28,7 @@ pub fn stage_cost_with(
     let split = if st.ulysses { 1.0 } else { st.tp as f64 };
     let (states, state_parts) = model_states(inst, kind, st, sums.weights / split);
     let dp_bw = inst.group_bandwidth(&st.gpus, Traffic::Collective);
-    // ZeRO-1 and -2 reduce-scatter the gradients and all-gather the updated weights: the volume
-    // of one all-reduce. ZeRO-3 gathers the weights once more, for the backward.
-    let mut grad_sync = allreduce_ms(sums.weights / split, st.sharers(), dp_bw);
-    if st.sdp {
-        grad_sync *= 1.5;
-    }
+    let dp_comm = DataParallelComm::of(st, allreduce_ms(sums.weights / split, st.sharers(), dp_bw));
     let mut buffers = 0.0;
     if cut_before {
         buffers += 2.0 * chain.cut[k - 1];
@@ -45,7 +40,7 @@ pub fn stage_cost_with(
     let mut transient = sums.transient;
     let actions = match extra {
         Some((model, idle)) => {
-            let a = Actions::of(chain, st, model, idle, &sums);
+            let a = Actions::of(chain, st, model, idle, &sums, dp_comm.per_micro_batch());
             stored -= a.removed;
             transient = transient.max(a.longest_run);
             a
@@ -54,9 +49,14 @@ pub fn stage_cost_with(
     };
     let tp_comm = sums.tp_comm;
     StageCost {
-        forward: sums.fwd / w + tp_comm,
-        backward: sums.bwd / w + tp_comm + actions.recompute / w + actions.swap_stall,
-        grad_sync,
+        forward: sums.fwd / w + tp_comm + dp_comm.forward,
+        backward: sums.bwd / w
+            + tp_comm
+            + dp_comm.backward
+            + actions.recompute / w
+            + actions.swap_stall,
+        grad_sync: dp_comm.update,
+        zero_comm: dp_comm.per_micro_batch(),
         states,
         state_parts,
         act_per_mb: stored.max(0.0) / w,
@@ -66,6 +66,45 @@ pub fn stage_cost_with(
         reforward: sums.reforward / w,
         swap_stall: actions.swap_stall,
         swap_transfer: actions.swap_transfer,
+    }
+}
+
+/// A stage's data-parallel communication (ms), by when it happens (`docs/evaluator.md`,
+/// section 2). A reduce-scatter and an all-gather each move half of an all-reduce.
+struct DataParallelComm {
+    /// Per micro-batch, in its forward: ZeRO-3 gathers the weights it frees after use.
+    forward: f64,
+    /// Per micro-batch, in its backward: ZeRO-3 gathers the weights again, and ZeRO-2 and ZeRO-3
+    /// reduce-scatter the micro-batch's gradients into the shards (not ZeRO-3 with whole
+    /// gradients, which accumulates them whole).
+    backward: f64,
+    /// Once per weight update, after the last backward: the all-reduce of the accumulated
+    /// gradients (replicated states, ZeRO-1: a reduce-scatter and the all-gather of the updated
+    /// weights), the all-gather of the updated weights (ZeRO-2), the reduce-scatter of the
+    /// accumulated gradients (ZeRO-3 with whole gradients).
+    update: f64,
+}
+
+impl DataParallelComm {
+    /// The communication of `st`, given one all-reduce of its weights among its sharers.
+    fn of(st: &Stage, all_reduce: f64) -> DataParallelComm {
+        let half = all_reduce / 2.0;
+        let (forward, backward, update) = match st.zero_stage() {
+            3 if st.whole_gradients => (half, half, half),
+            3 => (half, all_reduce, 0.0),
+            2 => (0.0, half, half),
+            _ => (0.0, 0.0, all_reduce),
+        };
+        DataParallelComm {
+            forward,
+            backward,
+            update,
+        }
+    }
+
+    /// What happens at every micro-batch, forward and backward together.
+    fn per_micro_batch(&self) -> f64 {
+        self.forward + self.backward
     }
 }
 
@@ -207,6 +246,7 @@ impl Actions {
         model: &ActionModel,
         idle: &[f64],
         sums: &LayerSums,
+        dp_comm: f64,
     ) -> Actions {
         let (k, l) = (st.first, st.last + 1);
         let w = st.width();
@@ -237,7 +277,7 @@ impl Actions {
             ..Actions::default()
         };
         if let (Some(pcie), false) = (model.pcie, st.swap.is_empty()) {
-            let compute = (sums.fwd + sums.bwd + recompute) / w + 2.0 * sums.tp_comm;
+            let compute = (sums.fwd + sums.bwd + recompute) / w + 2.0 * sums.tp_comm + dp_comm;
             let one_way = |i: usize| chain.saved[i] / w / pcie * 1e3;
             a.swap_transfer = st.swap.iter().map(|&i| one_way(i)).sum();
             a.swap_stall = swap_stall(st.swap.iter().map(|&i| (one_way(i), idle[i])), compute);

@@ -17,13 +17,13 @@ pub struct StageExplanation {
     /// Stage index.
     pub stage: usize,
     /// Compute per micro-batch (forward + backward, ms), tensor-parallel all-reduces,
-    /// recomputation and swap waits included.
+    /// recomputation, swap waits and ZeRO's per-micro-batch gathers and reductions included.
     pub compute_ms: f64,
     /// Of which recomputation and waiting for swapped tensors (ms).
     pub recompute_and_swap_ms: f64,
     /// Point-to-point transfers of its cuts per micro-batch (ms, both directions).
     pub communication_ms: f64,
-    /// Gradient synchronisation per weight update (ms).
+    /// Data-parallel communication once per weight update (ms; [`StageCost::grad_sync`]).
     pub grad_sync_ms: f64,
     /// Its load as a pipeline resource (ms per micro-batch).
     pub load_ms: f64,
@@ -145,6 +145,17 @@ fn explain_stage(
             ", of which recomputation {} and swap waits {}",
             fmt_ms(c.recompute + c.reforward),
             fmt_ms(c.swap_stall)
+        ));
+    }
+    if c.zero_comm > 0.0 {
+        time.push_str(&format!(
+            "{} ZeRO's gathers and reductions {}",
+            if overheads > 0.0 {
+                ", and"
+            } else {
+                ", of which"
+            },
+            fmt_ms(c.zero_comm)
         ));
     }
     findings.push(time);

@@ -41,7 +41,8 @@ fn each_zero_stage_divides_its_parts_of_the_states() {
         (ev, [p.weights, p.gradients, p.optimizer])
     };
     // (states per GPU, its parts, period): ZeRO-1 halves the moments, ZeRO-2 the gradient too,
-    // ZeRO-3 (sdp) the weights too; only ZeRO-3 gathers the weights once more (1.5 x).
+    // ZeRO-3 (sdp) the weights too; only ZeRO-3 gathers the weights once more (1.5 x; every
+    // micro-batch is a weight update under async).
     for (zero, states, parts, period) in [
         (0, 5000.0, [2000.0, 1000.0, 2000.0], 7.0),
         (1, 4000.0, [2000.0, 1000.0, 1000.0], 7.0),
@@ -54,7 +55,7 @@ fn each_zero_stage_divides_its_parts_of_the_states() {
         assert_close(ev.period_ms.unwrap(), period);
     }
     // ZeRO-3 accumulating whole gradients (FSDP's no_sync): the gradient is not divided, the
-    // weights and moments are; same communication.
+    // weights and moments are; over one micro-batch, the same communication.
     let mut plan = single_stage(2, 1, true);
     plan.stages[0].whole_gradients = true;
     let ev = evaluate(&inst, &plan).unwrap();
@@ -70,6 +71,45 @@ fn each_zero_stage_divides_its_parts_of_the_states() {
     plan.stages[0].zero = 2;
     let ev = evaluate(&inst, &plan).unwrap();
     assert_all_close(&ev.peak_memory, &[5032.0, 0.0, 0.0, 0.0]);
+}
+
+#[test]
+fn zero_communicates_at_every_micro_batch_where_it_divides_gradients_or_weights() {
+    // One stage on 2 replicas, 1F1B over m micro-batches: F 2 and B 4 per micro-batch, one
+    // all-reduce of the 1000 B of weights R = 1 ms, so a reduce-scatter or an all-gather 0.5 ms.
+    let inst = one_layer();
+    let at = |zero: u8, whole: bool, m: u32| {
+        let mut plan = single_stage(2, 1, zero == 3);
+        plan.stages[0].set_zero_stage(zero);
+        plan.stages[0].whole_gradients = whole;
+        plan.schedule = Schedule::OneFOneB {
+            micro_batches: Some(m),
+            micro_batch: None,
+        };
+        let ev = evaluate(&inst, &plan).unwrap();
+        (ev.iteration_ms.unwrap(), ev.grad_sync_ms.unwrap())
+    };
+    // (ZeRO stage, whole gradients, per micro-batch F + B, once per update).
+    for (zero, whole, per_mb, update) in [
+        // The gradients accumulate whole, one all-reduce (ZeRO-1: reduce-scatter + all-gather).
+        (0, false, 6.0, 1.0),
+        (1, false, 6.0, 1.0),
+        // A reduce-scatter per micro-batch, the all-gather of the updated weights once.
+        (2, false, 6.5, 0.5),
+        // Gather for the forward and again for the backward, reduce-scatter, per micro-batch.
+        (3, false, 7.5, 0.0),
+        // FSDP's no_sync: both gathers per micro-batch, one reduce-scatter at the end.
+        (3, true, 7.0, 0.5),
+    ] {
+        for m in [1, 4] {
+            let (iteration, sync) = at(zero, whole, m);
+            assert_close(sync, update);
+            assert_close(iteration, m as f64 * per_mb + update);
+        }
+        // One micro-batch moves one all-reduce's volume, ZeRO-3 half as much again.
+        let (one, _) = at(zero, whole, 1);
+        assert_close(one, 6.0 + if zero == 3 { 1.5 } else { 1.0 });
+    }
 }
 
 #[test]
