@@ -2,6 +2,8 @@
 //! checkpointed stage keeps, a plan that chooses its micro-batch.
 
 use super::*;
+use pipeplan_formulations::evaluate::explain::explain;
+use pipeplan_formulations::units::fmt_ms;
 
 fn one_layer() -> Instance {
     instance(&[(4.0, 8.0, 1000.0, 64.0, None)], 32.0, 4, 1e6)
@@ -87,6 +89,16 @@ fn zero_communicates_at_every_micro_batch_where_it_divides_gradients_or_weights(
             micro_batch: None,
         };
         let ev = evaluate(&inst, &plan).unwrap();
+        let stage = explain(&inst, &plan, &ev).stages.remove(0);
+        // Explain names the per-micro-batch part, included in the stage's compute.
+        let zero_part = stage.compute_ms - 6.0;
+        let named = stage.findings.iter().any(|f| {
+            f.contains(&format!(
+                "of which ZeRO's gathers and reductions {}",
+                fmt_ms(zero_part)
+            ))
+        });
+        assert_eq!(named, zero_part > 0.0, "{:?}", stage.findings);
         (ev.iteration_ms.unwrap(), ev.grad_sync_ms.unwrap())
     };
     // (ZeRO stage, whole gradients, per micro-batch F + B, once per update).
