@@ -246,7 +246,7 @@ impl Actions {
         model: &ActionModel,
         idle: &[f64],
         sums: &LayerSums,
-        dp_comm: f64,
+        zero_comm: f64,
     ) -> Actions {
         let (k, l) = (st.first, st.last + 1);
         let w = st.width();
@@ -277,7 +277,7 @@ impl Actions {
             ..Actions::default()
         };
         if let (Some(pcie), false) = (model.pcie, st.swap.is_empty()) {
-            let compute = (sums.fwd + sums.bwd + recompute) / w + 2.0 * sums.tp_comm + dp_comm;
+            let compute = (sums.fwd + sums.bwd + recompute) / w + 2.0 * sums.tp_comm + zero_comm;
             let one_way = |i: usize| chain.saved[i] / w / pcie * 1e3;
             a.swap_transfer = st.swap.iter().map(|&i| one_way(i)).sum();
             a.swap_stall = swap_stall(st.swap.iter().map(|&i| (one_way(i), idle[i])), compute);
