@@ -42,13 +42,16 @@ pub struct Stage {
     /// Tensor-parallel degree.
     #[serde(default = "one", skip_serializing_if = "is_one")]
     pub tp: u32,
-    /// Sharded data parallelism (ZeRO-3): model states divided by `dp`.
+    /// Sharded data parallelism (ZeRO-3): model states divided by `dp`; the weights are gathered
+    /// for every micro-batch's forward and backward, and the gradients reduce-scattered at every
+    /// micro-batch (once, with `whole_gradients`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub sdp: bool,
     /// ZeRO stage of a replicated stage (`sdp` off): 0 keeps every model state on every
     /// replica; 1 divides the optimizer states among the replicas (ZeRO-1, Megatron-LM's
-    /// distributed optimizer); 2 the gradients too (ZeRO-2, Galvatron's `zero2`). Dividing the
-    /// weights as well is `sdp` (ZeRO-3).
+    /// distributed optimizer), the gradients accumulating whole and reduced once per update; 2
+    /// the gradients too (ZeRO-2, Galvatron's `zero2`), reduce-scattered at every micro-batch.
+    /// Dividing the weights as well is `sdp` (ZeRO-3).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub zero: u8,
     /// Under `sdp`: the gradients are accumulated whole over the micro-batches and divided once,
