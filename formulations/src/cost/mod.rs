@@ -45,21 +45,18 @@ pub fn alltoall_ms(bytes: f64, d: u32, bw: f64) -> f64 {
 /// Costs of one stage under the reference model.
 #[derive(Debug, Clone, PartialEq)]
 pub struct StageCost {
-    /// Forward time per micro-batch: sum of forwards / (dp x tp) + TP all-reduces + ZeRO-3's
-    /// all-gather of the weights.
+    /// Forward time per micro-batch: sum of forwards / (dp x tp) + TP all-reduces + ZeRO's
+    /// forward part of [`StageCost::zero_comm`].
     pub forward: f64,
     /// Backward time per micro-batch: sum of backwards / (dp x tp) + recomputation of
-    /// checkpointed layers + TP all-reduces + ZeRO-3's all-gather of the weights and ZeRO-2's and
-    /// ZeRO-3's reduce-scatter of the gradients.
+    /// checkpointed layers + TP all-reduces + the backward part of [`StageCost::zero_comm`].
     pub backward: f64,
-    /// Data-parallel communication once per weight update, after the last backward (ms): the
-    /// all-reduce of the gradients, `2(d-1)/d x W/tp / bandwidth`, for replicated states and
-    /// ZeRO-1; half of it (the all-gather of the updated weights) for ZeRO-2; half of it (the
-    /// reduce-scatter of the accumulated gradients) for ZeRO-3 with whole gradients; 0 for
-    /// ZeRO-3, which divides at every micro-batch.
+    /// Data-parallel communication once per weight update, after the last backward (ms): by
+    /// ZeRO stage, `docs/evaluator.md`, section 2 (the gradient all-reduce without ZeRO).
     pub grad_sync: f64,
     /// ZeRO's communication per micro-batch (ms, forward and backward together, included in
-    /// them): all-gathers of the weights and reduce-scatters of the gradients.
+    /// them): all-gathers of the weights and reduce-scatters of the gradients
+    /// (`docs/evaluator.md`, section 2).
     pub zero_comm: f64,
     /// Model states per GPU: W x (versions + 1 + optimizer factor) / tp, with the parts the
     /// stage's ZeRO stage divides further divided by its sharers (all of them under sdp).

@@ -29,6 +29,7 @@ pub fn stage_cost_with(
     let (states, state_parts) = model_states(inst, kind, st, sums.weights / split);
     let dp_bw = inst.group_bandwidth(&st.gpus, Traffic::Collective);
     let dp_comm = DataParallelComm::of(st, allreduce_ms(sums.weights / split, st.sharers(), dp_bw));
+    let zero_comm = dp_comm.per_micro_batch();
     let mut buffers = 0.0;
     if cut_before {
         buffers += 2.0 * chain.cut[k - 1];
@@ -40,7 +41,7 @@ pub fn stage_cost_with(
     let mut transient = sums.transient;
     let actions = match extra {
         Some((model, idle)) => {
-            let a = Actions::of(chain, st, model, idle, &sums, dp_comm.per_micro_batch());
+            let a = Actions::of(chain, st, model, idle, &sums, zero_comm);
             stored -= a.removed;
             transient = transient.max(a.longest_run);
             a
@@ -56,7 +57,7 @@ pub fn stage_cost_with(
             + actions.recompute / w
             + actions.swap_stall,
         grad_sync: dp_comm.update,
-        zero_comm: dp_comm.per_micro_batch(),
+        zero_comm,
         states,
         state_parts,
         act_per_mb: stored.max(0.0) / w,
@@ -90,7 +91,7 @@ impl DataParallelComm {
     fn of(st: &Stage, all_reduce: f64) -> DataParallelComm {
         let half = all_reduce / 2.0;
         let (forward, backward, update) = match st.zero_stage() {
-            3 if st.whole_gradients => (half, half, half),
+            3 if st.shards_with_whole_gradients() => (half, half, half),
             3 => (half, all_reduce, 0.0),
             2 => (0.0, half, half),
             _ => (0.0, 0.0, all_reduce),
@@ -129,7 +130,7 @@ fn model_states(
     };
     let parts = ModelStates {
         weights: part(weight_versions(inst, kind), 3),
-        gradients: if st.whole_gradients {
+        gradients: if st.shards_with_whole_gradients() {
             weights
         } else {
             part(1.0, 2)
@@ -141,7 +142,7 @@ fn model_states(
     let copies = state_copies(inst, kind);
     let total = match zero {
         0 => weights * copies,
-        3 if !st.whole_gradients => weights * copies / sharers,
+        3 if !st.shards_with_whole_gradients() => weights * copies / sharers,
         _ => parts.weights + parts.gradients + parts.optimizer,
     };
     (total, parts)
