@@ -162,6 +162,32 @@ fn bad_formats_and_files_are_one_line_errors() {
     );
 }
 
+/// A recording imported (its profiles under `data`, the peers' `v2.x_14f5972`) and its
+/// engine's output config written beside it in `tmp`: (instance, config, the recording).
+fn recorded_config(
+    golden: &std::path::Path,
+    data: &std::path::Path,
+    tmp: &std::path::Path,
+) -> (std::path::PathBuf, std::path::PathBuf, serde_json::Value) {
+    let inst = tmp.join("inst.json");
+    ok(&[
+        "import",
+        "--from",
+        "galvatron",
+        "--config",
+        golden.to_str().unwrap(),
+        "--data-root",
+        data.to_str().unwrap(),
+        "-o",
+        inst.to_str().unwrap(),
+    ]);
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(golden).unwrap()).unwrap();
+    let cfg = tmp.join("output-config.json");
+    std::fs::write(&cfg, doc["result"]["output_config"].to_string()).unwrap();
+    (inst, cfg, doc)
+}
+
 #[test]
 fn a_golden_output_config_is_judged() {
     let what = "export_cli::a_golden_output_config_is_judged";
@@ -170,22 +196,7 @@ fn a_golden_output_config_is_judged() {
     };
     let golden = dir.join("golden/g_bert1024_8gpu_12GB_bsz256.json");
     let tmp = tempfile::tempdir().unwrap();
-    let inst = tmp.path().join("g-inst.json");
-    ok(&[
-        "import",
-        "--from",
-        "galvatron",
-        "--config",
-        golden.to_str().unwrap(),
-        "--data-root",
-        dir.join("v2.x_14f5972").to_str().unwrap(),
-        "-o",
-        inst.to_str().unwrap(),
-    ]);
-    let doc: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&golden).unwrap()).unwrap();
-    let cfg = tmp.path().join("g-output-config.json");
-    std::fs::write(&cfg, doc["result"]["output_config"].to_string()).unwrap();
+    let (inst, cfg, _) = recorded_config(&golden, &dir.join("v2.x_14f5972"), tmp.path());
     let o = ok(&[
         "evaluate",
         "--plan-from",
@@ -197,6 +208,71 @@ fn a_golden_output_config_is_judged() {
         stdout(&o).contains("samples/s") || stdout(&o).contains("throughput"),
         "{}",
         stdout(&o)
+    );
+}
+
+#[test]
+fn a_ddp_config_without_async_grad_reduce_is_judged_with_a_note() {
+    let what = "export_cli::a_ddp_config_without_async_grad_reduce_is_judged_with_a_note";
+    let Some(dir) = peers::subdir("galvatron", what) else {
+        return;
+    };
+    // The engine's plan at ddp over 4 chunks with async_grad_reduce off (references/galvatron).
+    let golden = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("references/galvatron/fine_h_swin_chunk4_ddp_nonconsec.json");
+    let tmp = tempfile::tempdir().unwrap();
+    let (inst, cfg, doc) = recorded_config(&golden, &dir.join("v2.x_14f5972"), tmp.path());
+    let (cfg, inst) = (cfg.to_str().unwrap(), inst.to_str().unwrap());
+    let o = ok(&["evaluate", "--plan-from", "galvatron", cfg, inst]);
+    let note = format!(
+        "note: {cfg}: Galvatron's runtime with async_grad_reduce off (the instance's Galvatron \
+         setting) all-reduces the gradients of stage"
+    );
+    assert!(stderr(&o).contains(&note), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("after each of the 4 micro-batches"),
+        "{}",
+        stderr(&o)
+    );
+    // Exported again: the same config, and the note once (reading the file said it).
+    let o = ok(&[
+        "export",
+        "--plan-from",
+        "galvatron",
+        cfg,
+        inst,
+        "--to",
+        "galvatron",
+    ]);
+    let written: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(written, doc["result"]["output_config"]);
+    assert_eq!(
+        stderr(&o).matches("async_grad_reduce off").count(),
+        1,
+        "{}",
+        stderr(&o)
+    );
+    assert!(stderr(&o).contains(&note), "{}", stderr(&o));
+    // A solution file of that plan, exported: the caution as a warning.
+    let sol = tmp.path().join("swin-sol.json");
+    ok(&[
+        "solve",
+        inst,
+        "--algo",
+        "galvatron-base",
+        "-o",
+        sol.to_str().unwrap(),
+    ]);
+    let o = ok(&["export", sol.to_str().unwrap(), inst, "--to", "galvatron"]);
+    let written: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(written, doc["result"]["output_config"]);
+    assert!(
+        stderr(&o).contains(&format!(
+            "warning: {}: Galvatron's runtime with async_grad_reduce off",
+            sol.display()
+        )),
+        "{}",
+        stderr(&o)
     );
 }
 

@@ -36,7 +36,10 @@ def export(
     nearest plan the runtime runs, evaluated beside the plan (under ``calibration`` when given);
     a plan that does not fit the instance raises :class:`InstanceError`. A plan the evaluator
     says does not fit memory is returned all the same, as the runtime can express it, with a
-    :class:`UserWarning` naming the GPU, what it needs and the limit (the CLI's warning).
+    :class:`UserWarning` naming the GPU, what it needs and the limit (the CLI's warning); so is
+    a Galvatron plan whose runtime, with ``async_grad_reduce`` off, all-reduces replicated
+    stages after every micro-batch where the evaluator charges once (warned once, also when
+    reading a ``plan_from`` file said it).
     """
     inst = _calibrated(_instance(instance), calibration)
     _check_source(plan, plan_from, modules, repair_layers)

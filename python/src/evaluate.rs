@@ -6,7 +6,7 @@ use crate::instance::PyInstance;
 use crate::json;
 use pipeplan_formulations::evaluate::evaluate as judge;
 use pipeplan_formulations::export::{
-    export as export_as, misfit, ExportError, Format as ExportFormat, RuntimePlan,
+    cautions, export as export_as, ExportError, Format as ExportFormat, RuntimePlan,
 };
 use pipeplan_formulations::plan::check_claimed_peaks;
 use pipeplan_formulations::plan_from::PlanFormat;
@@ -169,11 +169,15 @@ pub(crate) fn export(
     match export_as(to, inst, &rp) {
         Ok(text) => {
             let mut told = told;
-            if let Some(why) = misfit(inst, &rp.plan) {
-                told.push(match &file {
+            for why in cautions(to, inst, &rp.plan) {
+                let why = match &file {
                     Some(f) => format!("{}: {why}", f.display()),
                     None => why,
-                });
+                };
+                // Reading the file may have said it already.
+                if !told.contains(&why) {
+                    told.push(why);
+                }
             }
             Ok((text, told))
         }

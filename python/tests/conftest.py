@@ -53,6 +53,17 @@ def sailor_root():
     return root
 
 
+@pytest.fixture(scope="session")
+def galvatron_data():
+    """The Galvatron engine's profiles and hardware configs in the peers folder, the data root
+    of ``references/galvatron``'s configs; tests needing it are skipped without it."""
+    peers = Path(os.environ.get("PIPEPLAN_PEERS") or ROOT.parent / "shared" / "peers")
+    root = peers / "galvatron" / "v2.x_14f5972"
+    if not root.is_dir():
+        pytest.skip(f"Galvatron profiles: {root} not found (set PIPEPLAN_PEERS)")
+    return root
+
+
 def documented(verdict):
     """The measured runs of the peers folder that ``accuracy`` gives ``verdict`` (``judged``,
     ``invalid`` or ``unsupported``), as paths under ``Planner/simulations/validation``; the list

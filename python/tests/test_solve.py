@@ -467,6 +467,27 @@ def test_export_writes_what_the_cli_writes(cli, tmp_path):
         pipeplan.export(sol, inst, "megatron", repair_layers=True)
 
 
+def test_export_says_once_what_galvatron_spends_beyond_the_evaluator(
+    cli, galvatron_data, tmp_path
+):
+    # The engine's plan at ddp over 4 chunks, recorded with async_grad_reduce off.
+    golden = ROOT / "references" / "galvatron" / "fine_h_swin_chunk4_ddp_nonconsec.json"
+    path = tmp_path / "swin.json"
+    cli("import", "--from", "galvatron", "--config", golden, "--data-root", galvatron_data,
+        "-o", path)
+    cfg = tmp_path / "config.json"
+    cfg.write_text(json.dumps(json.loads(golden.read_text())["result"]["output_config"]))
+    out = cli("export", "--plan-from", "galvatron", cfg, path, "--to", "galvatron")
+    note = out.stderr.strip()
+    assert note.startswith(f"note: {cfg}: Galvatron's runtime with async_grad_reduce off"), note
+    assert "after each of the 4 micro-batches" in note
+    with pytest.warns(UserWarning) as told:
+        text = pipeplan.export(cfg, pipeplan.Instance.load(path), "galvatron",
+                               plan_from="galvatron")
+    assert text == out.stdout
+    assert [str(w.message) for w in told] == [note.split(": ", 1)[1]]
+
+
 def test_export_warns_as_the_cli_when_the_plan_does_not_fit(cli, tmp_path):
     path = ROOT / "instances" / "bert-large-s512-b8-8gpu-8gib.json"
     inst = pipeplan.Instance.load(path)

@@ -9,9 +9,10 @@
 //!   recomputation, selective checkpointing, strided tp groups, ZeRO stages per runtime).
 
 use pipeplan_formulations::evaluate::evaluate;
+use pipeplan_formulations::evaluate::explain::explain;
 use pipeplan_formulations::export::deepspeed::partition_uniform;
 use pipeplan_formulations::export::layout;
-use pipeplan_formulations::export::{export, ExportError, Format, RuntimePlan};
+use pipeplan_formulations::export::{cautions, export, ExportError, Format, RuntimePlan};
 use pipeplan_formulations::plan_from::{PlanFormat, ReadOptions};
 use pipeplan_formulations::testing::shipped;
 use pipeplan_formulations::{Instance, Plan, Schedule, Stage};
@@ -712,13 +713,7 @@ fn galvatron_default_dp_type_is_the_replicated_stages_zero_stage() {
         );
     }
     // With settings that turn async_grad_reduce off, zero2 is ZeRO-2 over 4 micro-batches too.
-    let mut sync_reduce = inst.clone();
-    let mut lt = pipeplan_formulations::galvatron::derive::derive(&inst);
-    lt.settings.async_grad_reduce = false;
-    sync_reduce.extensions.insert(
-        pipeplan_formulations::galvatron::EXTENSION.into(),
-        serde_json::to_value(&lt).unwrap(),
-    );
+    let sync_reduce = without_async_grad_reduce(&inst);
     let v: Value =
         serde_json::from_str(&ok(Format::Galvatron, &sync_reduce, &at_zero(&p, 2))).unwrap();
     assert_eq!(v["default_dp_type"], "zero2");
@@ -785,4 +780,76 @@ fn galvatron_default_dp_type_is_the_replicated_stages_zero_stage() {
         }
         other => panic!("{other:?}"),
     }
+}
+
+/// `inst` with Galvatron settings that turn `async_grad_reduce` off.
+fn without_async_grad_reduce(inst: &Instance) -> Instance {
+    let mut sync_reduce = inst.clone();
+    let mut lt = pipeplan_formulations::galvatron::derive::derive(inst);
+    lt.settings.async_grad_reduce = false;
+    sync_reduce.extensions.insert(
+        pipeplan_formulations::galvatron::EXTENSION.into(),
+        serde_json::to_value(&lt).unwrap(),
+    );
+    sync_reduce
+}
+
+#[test]
+fn galvatron_without_async_grad_reduce_says_its_ddp_stages_reduce_at_every_micro_batch() {
+    let inst = llm(6, 8);
+    let sync_reduce = without_async_grad_reduce(&inst);
+    // Two stages of 2 replicas at tp 2, 4 micro-batches, ZeRO-0: Galvatron's ddp.
+    let p = plan(&[(0, 3), (4, 7)], 4, 2, sync(4, 8));
+    let said = |i: &Instance, p: &Plan| -> Vec<String> {
+        cautions(Format::Galvatron, i, p)
+            .into_iter()
+            .filter(|c| c.contains("async_grad_reduce"))
+            .collect()
+    };
+    // Under async_grad_reduce (the runtime's default) it reduces once, as the evaluator charges.
+    assert!(said(&inst, &p).is_empty());
+    // Off, it all-reduces after every micro-batch: the caution names the stages, the count and
+    // the evaluator's one all-reduce.
+    let ev = evaluate(&sync_reduce, &p).unwrap();
+    let once = explain(&sync_reduce, &p, &ev)
+        .stages
+        .iter()
+        .map(|s| s.grad_sync_ms)
+        .fold(0.0, f64::max);
+    assert!(once > 0.0);
+    let c = said(&sync_reduce, &p);
+    assert_eq!(c.len(), 1, "{c:?}");
+    assert!(
+        c[0].contains("stages 0, 1 (ddp) after each of the 4 micro-batches"),
+        "{c:?}"
+    );
+    assert!(
+        c[0].contains(&format!(
+            "one all-reduce per iteration ({once}): an iteration may take up to 3 x {once} longer",
+            once = pipeplan_formulations::units::fmt_ms(once)
+        )),
+        "{c:?}"
+    );
+    // One micro-batch, or ZeRO-2 (whose every micro-batch the evaluator charges): nothing more.
+    assert!(said(&sync_reduce, &plan(&[(0, 3), (4, 7)], 4, 2, sync(1, 8))).is_empty());
+    assert!(said(&sync_reduce, &at_zero(&p, 2)).is_empty());
+    // Only one replicated stage: it alone is named.
+    let mut one = p.clone();
+    one.stages[1].tp = 4;
+    one.stages[1].dp = 1;
+    assert!(said(&sync_reduce, &one)[0].contains("of stage 0 (ddp)"));
+    // Other runtimes take no Galvatron setting.
+    assert!(cautions(Format::Megatron, &sync_reduce, &p)
+        .iter()
+        .all(|c| !c.contains("async_grad_reduce")));
+    // Read back, the config gets the same note.
+    let text = ok(Format::Galvatron, &sync_reduce, &p);
+    let noted = PlanFormat::Galvatron
+        .read_noted(&text, &sync_reduce, &ReadOptions::default())
+        .unwrap();
+    assert_eq!(noted.notes, c);
+    let noted = PlanFormat::Galvatron
+        .read_noted(&text, &inst, &ReadOptions::default())
+        .unwrap();
+    assert!(noted.notes.is_empty(), "{:?}", noted.notes);
 }

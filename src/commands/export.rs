@@ -3,18 +3,22 @@
 
 use super::{read_calibrated, read_runtime_plan, write_or_print, Failure};
 use crate::cli::ExportArgs;
-use pipeplan_formulations::export::{export, misfit, ExportError};
+use pipeplan_formulations::export::{cautions, export, ExportError};
 
 /// `pipeplan export`.
 pub fn run(a: ExportArgs) -> Result<(), Failure> {
     let inst = read_calibrated(&a.instance, &a.calibration)?;
-    let rp = read_runtime_plan(&a.solution, &a.from, &inst)?;
+    let (rp, told) = read_runtime_plan(&a.solution, &a.from, &inst)?;
     match export(a.to, &inst, &rp) {
         Ok(text) => {
-            // A runtime takes what it can express; whether it fits is the evaluator's word,
-            // said here so that a plan bound to run out of memory does not leave unremarked.
-            if let Some(why) = misfit(&inst, &rp.plan) {
-                eprintln!("warning: {}: {why}", a.solution.display());
+            // A runtime takes what it can express; whether it fits, and what the runtime spends
+            // beyond the evaluator's charge, are said here so that neither leaves unremarked.
+            for why in cautions(a.to, &inst, &rp.plan) {
+                let why = format!("{}: {why}", a.solution.display());
+                // Reading the file may have said it already.
+                if !told.contains(&why) {
+                    eprintln!("warning: {why}");
+                }
             }
             write_or_print(a.output.as_deref(), &text)
         }

@@ -290,7 +290,7 @@ impl<'a> Judged<'a> {
         let file = match from.plan_from {
             None => read_plan(plan_path)?,
             Some(_) => PlanFile {
-                plan: read_runtime_plan(plan_path, from, &inst)?.plan,
+                plan: read_runtime_plan(plan_path, from, &inst)?.0.plan,
                 algorithm: None,
                 claimed_peaks: None,
             },
@@ -316,22 +316,24 @@ impl<'a> Judged<'a> {
 }
 
 /// The plan file at `path` read in the runtime's format `from` names, on `inst` (PipeDream's
-/// modules and the Sailor mending as `from` asks), its notes printed on standard error; without
-/// a format, a plan or solution file.
+/// modules and the Sailor mending as `from` asks), its notes printed on standard error and
+/// returned; without a format, a plan or solution file.
 pub fn read_runtime_plan(
     path: &Path,
     from: &PlanFromArgs,
     inst: &pipeplan_formulations::Instance,
-) -> Result<RuntimePlan, InputError> {
+) -> Result<(RuntimePlan, Vec<String>), InputError> {
     let Some(format) = from.plan_from else {
-        return RuntimePlan::from_json(&pipeplan_formulations::error::read_text(path)?)
-            .map_err(|e| e.in_file(path));
+        let rp = RuntimePlan::from_json(&pipeplan_formulations::error::read_text(path)?)
+            .map_err(|e| e.in_file(path))?;
+        return Ok((rp, Vec::new()));
     };
     let noted = format.read_path(path, from.modules.as_deref(), from.repair_layers, inst)?;
-    for m in noted.messages(path, "--repair-layers") {
+    let told = noted.messages(path, "--repair-layers");
+    for m in &told {
         eprintln!("note: {m}");
     }
-    Ok(noted.plan)
+    Ok((noted.plan, told))
 }
 
 fn blame(plan: &Path, inst: &Path, e: InputError) -> InputError {

@@ -13,6 +13,7 @@ use crate::galvatron::output::{
 use crate::galvatron::LayerTypes;
 use crate::instance::Instance;
 use crate::plan::{Plan, Schedule};
+use crate::units::fmt_ms;
 
 /// Why Galvatron cannot run the plan as it is (empty: it can).
 pub fn limits(inst: &Instance, rp: &RuntimePlan) -> Vec<String> {
@@ -81,6 +82,42 @@ fn sharded_gradients(plan: &Plan, whole: bool) -> Option<String> {
              async_grad_reduce, and divides them at every micro-batch here"
         )
     })
+}
+
+/// What Galvatron's runtime would spend on `plan` beyond the evaluator's charge, or `None`: with
+/// `async_grad_reduce` off (the instance's Galvatron setting) it enters no `no_sync`, so over
+/// several micro-batches its replicated stages under `ddp` (ZeRO-0) all-reduce their gradients
+/// after every micro-batch, where a plan's replicated stage, as the evaluator times it,
+/// reduces them once per iteration (`docs/galvatron.md`, "Import").
+pub fn uncharged_reductions(inst: &Instance, plan: &Plan) -> Option<String> {
+    let (_, m) = layout::batch(inst, plan);
+    if async_grad_reduce(inst) || m < 2 {
+        return None;
+    }
+    let ddp: Vec<usize> = (0..plan.stages.len())
+        .filter(|&s| plan.stages[s].sharers() > 1 && plan.stages[s].zero_stage() == 0)
+        .collect();
+    if ddp.is_empty() {
+        return None;
+    }
+    let (inst, judged) = crate::evaluate::judged(inst, plan);
+    let costs = crate::cost::stage_costs(&inst, &inst.chain(), &judged);
+    let once = ddp.iter().map(|&s| costs[s].grad_sync).fold(0.0, f64::max);
+    let which = match ddp.as_slice() {
+        [s] => format!("stage {s}"),
+        _ => {
+            let list: Vec<String> = ddp.iter().map(usize::to_string).collect();
+            format!("stages {}", list.join(", "))
+        }
+    };
+    let once = fmt_ms(once);
+    Some(format!(
+        "Galvatron's runtime with async_grad_reduce off (the instance's Galvatron setting) \
+         all-reduces the gradients of {which} (ddp) after each of the {m} micro-batches, where \
+         the evaluator charges one all-reduce per iteration ({once}): an iteration may take up \
+         to {} x {once} longer; with async_grad_reduce on, the runtime reduces once",
+        m - 1
+    ))
 }
 
 /// Whether Galvatron's runtime holds the gradients whole over the plan's micro-batches

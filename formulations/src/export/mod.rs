@@ -263,11 +263,21 @@ pub fn export(format: Format, inst: &Instance, rp: &RuntimePlan) -> Result<Strin
     Ok(text)
 }
 
-/// The evaluator's verdict on a plan that does not fit, `the evaluator says this plan does not
-/// fit: GPU g needs X, above the limit of Y`, or `None` when it fits (or cannot be judged).
-/// [`export`] writes such a plan all the same, as its runtime can express it; the caller says
-/// this beside the file.
-pub fn misfit(inst: &Instance, plan: &Plan) -> Option<String> {
+/// What to say beside a file [`export`] wrote, one sentence each: that the plan does not fit
+/// (`the evaluator says this plan does not fit: GPU g needs X, above the limit of Y`), and what the runtime would spend beyond the evaluator's charge (Galvatron:
+/// [`galvatron::uncharged_reductions`]). [`export`] writes such plans all the same, as their
+/// runtime can express them.
+pub fn cautions(format: Format, inst: &Instance, plan: &Plan) -> Vec<String> {
+    let beyond = match format {
+        Format::Galvatron => galvatron::uncharged_reductions(inst, plan),
+        _ => None,
+    };
+    misfit(inst, plan).into_iter().chain(beyond).collect()
+}
+
+/// The evaluator's verdict on a plan that does not fit, or `None` when it fits (or cannot be
+/// judged).
+fn misfit(inst: &Instance, plan: &Plan) -> Option<String> {
     let ev = crate::evaluate::evaluate(inst, plan).ok()?;
     (!ev.fits).then(|| {
         format!(

@@ -136,6 +136,7 @@ impl PlanFormat {
     ) -> Result<Noted, InputError> {
         match self {
             PlanFormat::Sailor => sailor::read_noted(text, inst, opts.repair_layers),
+            PlanFormat::Galvatron if !opts.repair_layers => galvatron::read_noted(text, inst),
             _ if opts.repair_layers => Err(InputError::field(
                 "",
                 format!(
