@@ -264,7 +264,8 @@ pub fn export(format: Format, inst: &Instance, rp: &RuntimePlan) -> Result<Strin
 }
 
 /// What to say beside a file [`export`] wrote, one sentence each: that the plan does not fit
-/// (`the evaluator says this plan does not fit: GPU g needs X, above the limit of Y`), and what the runtime would spend beyond the evaluator's charge (Galvatron:
+/// (`the evaluator says this plan does not fit: GPU g needs X, above the limit of Y`), and what
+/// the runtime would spend beyond the evaluator's charge (Galvatron:
 /// [`galvatron::uncharged_reductions`]). [`export`] writes such plans all the same, as their
 /// runtime can express them.
 pub fn cautions(format: Format, inst: &Instance, plan: &Plan) -> Vec<String> {

@@ -136,7 +136,6 @@ impl PlanFormat {
     ) -> Result<Noted, InputError> {
         match self {
             PlanFormat::Sailor => sailor::read_noted(text, inst, opts.repair_layers),
-            PlanFormat::Galvatron if !opts.repair_layers => galvatron::read_noted(text, inst),
             _ if opts.repair_layers => Err(InputError::field(
                 "",
                 format!(
@@ -144,7 +143,8 @@ impl PlanFormat {
                      sailor), not {self}"
                 ),
             )),
-            _ => Ok(Noted {
+            PlanFormat::Galvatron => galvatron::read_noted(text, inst),
+            PlanFormat::Pipedream => Ok(Noted {
                 plan: self.read(text, inst, opts)?,
                 mended: None,
                 notes: Vec::new(),
