@@ -169,16 +169,8 @@ pub(crate) fn export(
     match export_as(to, inst, &rp) {
         Ok(text) => {
             let mut told = told;
-            for why in cautions(to, inst, &rp.plan) {
-                let why = match &file {
-                    Some(f) => format!("{}: {why}", f.display()),
-                    None => why,
-                };
-                // Reading the file may have said it already.
-                if !told.contains(&why) {
-                    told.push(why);
-                }
-            }
+            let more = cautions(to, inst, &rp.plan, file.as_deref(), &told);
+            told.extend(more);
             Ok((text, told))
         }
         Err(ExportError::Input(e)) => Err(input_error(py, &in_file(e))),

@@ -801,7 +801,7 @@ fn galvatron_without_async_grad_reduce_says_its_ddp_stages_reduce_at_every_micro
     // Two stages of 2 replicas at tp 2, 4 micro-batches, ZeRO-0: Galvatron's ddp.
     let p = plan(&[(0, 3), (4, 7)], 4, 2, sync(4, 8));
     let said = |i: &Instance, p: &Plan| -> Vec<String> {
-        cautions(Format::Galvatron, i, p)
+        cautions(Format::Galvatron, i, p, None, &[])
             .into_iter()
             .filter(|c| c.contains("async_grad_reduce"))
             .collect()
@@ -839,9 +839,19 @@ fn galvatron_without_async_grad_reduce_says_its_ddp_stages_reduce_at_every_micro
     one.stages[1].dp = 1;
     assert!(said(&sync_reduce, &one)[0].contains("of stage 0 (ddp)"));
     // Other runtimes take no Galvatron setting.
-    assert!(cautions(Format::Megatron, &sync_reduce, &p)
+    assert!(cautions(Format::Megatron, &sync_reduce, &p, None, &[])
         .iter()
         .all(|c| !c.contains("async_grad_reduce")));
+    // Beside a file, each names it; what reading the file said already is not said again.
+    let file = std::path::Path::new("plan.json");
+    let beside = cautions(Format::Galvatron, &sync_reduce, &p, Some(file), &[]);
+    let c_named: Vec<String> = c.iter().map(|w| format!("plan.json: {w}")).collect();
+    assert!(c_named.iter().all(|w| beside.contains(w)), "{beside:?}");
+    let again = cautions(Format::Galvatron, &sync_reduce, &p, Some(file), &c_named);
+    assert!(
+        again.iter().all(|w| !w.contains("async_grad_reduce")),
+        "{again:?}"
+    );
     // Read back, the config gets the same note.
     let text = ok(Format::Galvatron, &sync_reduce, &p);
     let noted = PlanFormat::Galvatron

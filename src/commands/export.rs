@@ -13,12 +13,8 @@ pub fn run(a: ExportArgs) -> Result<(), Failure> {
         Ok(text) => {
             // A runtime takes what it can express; whether it fits, and what the runtime spends
             // beyond the evaluator's charge, are said here so that neither leaves unremarked.
-            for why in cautions(a.to, &inst, &rp.plan) {
-                let why = format!("{}: {why}", a.solution.display());
-                // Reading the file may have said it already.
-                if !told.contains(&why) {
-                    eprintln!("warning: {why}");
-                }
+            for why in cautions(a.to, &inst, &rp.plan, Some(&a.solution), &told) {
+                eprintln!("warning: {why}");
             }
             write_or_print(a.output.as_deref(), &text)
         }

@@ -268,12 +268,28 @@ pub fn export(format: Format, inst: &Instance, rp: &RuntimePlan) -> Result<Strin
 /// the runtime would spend beyond the evaluator's charge (Galvatron:
 /// [`galvatron::uncharged_reductions`]). [`export`] writes such plans all the same, as their
 /// runtime can express them.
-pub fn cautions(format: Format, inst: &Instance, plan: &Plan) -> Vec<String> {
+/// Each is prefixed with the plan's `file` (`FILE: ...`) when there is one, and left out when
+/// `told` (what reading the file said, in the same form) holds it already.
+pub fn cautions(
+    format: Format,
+    inst: &Instance,
+    plan: &Plan,
+    file: Option<&std::path::Path>,
+    told: &[String],
+) -> Vec<String> {
     let beyond = match format {
         Format::Galvatron => galvatron::uncharged_reductions(inst, plan),
         _ => None,
     };
-    misfit(inst, plan).into_iter().chain(beyond).collect()
+    misfit(inst, plan)
+        .into_iter()
+        .chain(beyond)
+        .map(|why| match file {
+            Some(f) => format!("{}: {why}", f.display()),
+            None => why,
+        })
+        .filter(|why| !told.contains(why))
+        .collect()
 }
 
 /// The evaluator's verdict on a plan that does not fit, or `None` when it fits (or cannot be
