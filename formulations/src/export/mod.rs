@@ -268,6 +268,7 @@ pub fn export(format: Format, inst: &Instance, rp: &RuntimePlan) -> Result<Strin
 /// the runtime would spend beyond the evaluator's charge (Galvatron:
 /// [`galvatron::uncharged_reductions`]). [`export`] writes such plans all the same, as their
 /// runtime can express them.
+///
 /// Each is prefixed with the plan's `file` (`FILE: ...`) when there is one, and left out when
 /// `told` (what reading the file said, in the same form) holds it already.
 pub fn cautions(
