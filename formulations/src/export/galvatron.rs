@@ -105,10 +105,10 @@ pub fn uncharged_reductions(inst: &Instance, plan: &Plan) -> Option<String> {
     let once = ddp.iter().map(|&s| costs[s].grad_sync).fold(0.0, f64::max);
     let which = match ddp.as_slice() {
         [s] => format!("stage {s}"),
-        _ => {
-            let list: Vec<String> = ddp.iter().map(usize::to_string).collect();
-            format!("stages {}", list.join(", "))
-        }
+        _ => format!(
+            "stages {}",
+            super::distinct(&ddp.iter().map(|&s| s as u32).collect::<Vec<_>>())
+        ),
     };
     let once = fmt_ms(once);
     Some(format!(

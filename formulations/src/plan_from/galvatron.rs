@@ -4,9 +4,7 @@
 //! `pipedream_flush` (1F1B) or `gpipe` with `chunks` micro-batches of `global_bsz / chunks`
 //! samples (rounded up), and [`Extras`] for the rest.
 
-use super::Noted;
 use crate::error::InputError;
-use crate::export::galvatron::uncharged_reductions;
 use crate::export::layout::strided;
 use crate::export::RuntimePlan;
 use crate::galvatron::output::{
@@ -42,19 +40,6 @@ fn flags(text: &str, field: &str, n: usize) -> Result<Vec<bool>, InputError> {
             _ => Err(bad(field, format!("entry {i} is {x}; expected 0 or 1"))),
         })
         .collect()
-}
-
-/// As [`read`], checked against the instance, with what the runtime spends beyond the
-/// evaluator's charge ([`uncharged_reductions`]) as a note.
-pub fn read_noted(text: &str, inst: &Instance) -> Result<Noted, InputError> {
-    let plan = read(text, inst)?;
-    plan.plan.check(inst)?;
-    let notes = uncharged_reductions(inst, &plan.plan).into_iter().collect();
-    Ok(Noted {
-        plan,
-        mended: None,
-        notes,
-    })
 }
 
 /// Reads an output config.

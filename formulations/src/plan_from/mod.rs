@@ -143,7 +143,18 @@ impl PlanFormat {
                      sailor), not {self}"
                 ),
             )),
-            PlanFormat::Galvatron => galvatron::read_noted(text, inst),
+            PlanFormat::Galvatron => {
+                // What Galvatron's runtime spends beyond the evaluator's charge.
+                let plan = self.read(text, inst, opts)?;
+                let notes = crate::export::galvatron::uncharged_reductions(inst, &plan.plan)
+                    .into_iter()
+                    .collect();
+                Ok(Noted {
+                    plan,
+                    mended: None,
+                    notes,
+                })
+            }
             PlanFormat::Pipedream => Ok(Noted {
                 plan: self.read(text, inst, opts)?,
                 mended: None,
